@@ -1,0 +1,245 @@
+// bench/bench_peak.cu — the card's ceilings, measured rather than quoted.
+//
+// What it shows: the roofs every percentage in results/ is computed against.
+//   mma_sync_bf16  a loop of mma.sync.m16n8k16 (bf16 in, fp32 accumulate) on register-resident
+//                  operands, 8 independent accumulator chains per warp, 16 warps per SM
+//   wgmma_bf16     (sm_90a) a loop of wgmma m64n256k16 with both operands in shared memory,
+//                  two warpgroups per SM (kernels/common/hopper.cuh)
+//   fp32_fma       8 independent FMA chains per thread, 2048 threads per SM
+//   copy_memcpy    cudaMemcpy device-to-device of 1 GiB, counting bytes read + written
+//   copy_kernel    a grid-stride copy with 16-byte loads, 4 in flight per thread
+// Each compute loop also reads %globaltimer and clock64 on one SM at its start and end, so the
+// JSON row carries the SM clock the loop actually ran at (clock_mhz), beside the NVML sample.
+// Run: build/bench_peak [--out results/h200/peak.jsonl] [--iters N]
+#include <cuda_bf16.h>
+
+#include <cstdio>
+
+#include "bench/harness.h"
+#include "common/hopper.cuh"
+#include "common/mma.cuh"
+
+using namespace kl;
+using namespace kl::bench;
+
+namespace {
+
+struct ClockProbe {
+  unsigned long long t0, t1, c0, c1;  // globaltimer ns, clock64 cycles
+};
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void probe_begin(ClockProbe* p) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    p->t0 = globaltimer();
+    p->c0 = clock64();
+  }
+}
+__device__ __forceinline__ void probe_end(ClockProbe* p) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    p->t1 = globaltimer();
+    p->c1 = clock64();
+  }
+}
+
+constexpr int kMmaChains = 8;
+// mma.sync peak: each warp keeps kMmaChains independent accumulators so the tensor pipe always has
+// an mma whose inputs are ready; operands never leave registers, so nothing but the pipe limits.
+__global__ void __launch_bounds__(512) mma_peak_kernel(int iters, float* sink, ClockProbe* probe) {
+  probe_begin(probe);
+  uint32_t a[4], b[2];
+  for (int i = 0; i < 4; ++i) a[i] = pack_bf16x2(0.001f * (threadIdx.x + i), 0.002f);
+  for (int i = 0; i < 2; ++i) b[i] = pack_bf16x2(0.003f, 0.001f * (threadIdx.x - i));
+  float acc[kMmaChains][4] = {};
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kMmaChains; ++c) mma_bf16_16816(acc[c], a, b);
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < kMmaChains; ++c) s += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+  if (s == 1234.5f) *sink = s;  // keeps the loop; practically never true
+  __syncthreads();
+  probe_end(probe);
+}
+
+constexpr int kFmaChains = 8;
+__global__ void __launch_bounds__(256) fma_peak_kernel(int iters, float* sink, ClockProbe* probe) {
+  probe_begin(probe);
+  float x[kFmaChains];
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) x[c] = threadIdx.x * 1e-4f + c;
+  const float m = 0.99999f, k = 1e-6f;
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int c = 0; c < kFmaChains; ++c) x[c] = fmaf(x[c], m, k);  // independent chains
+  }
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < kFmaChains; ++c) s += x[c];
+  if (s == 1234.5f) *sink = s;
+  __syncthreads();
+  probe_end(probe);
+}
+
+// 16-byte loads, 4 independent loads in flight per thread before the first store.
+__global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v0 = src[i], v1 = src[i + stride], v2 = src[i + 2 * stride], v3 = src[i + 3 * stride];
+    dst[i] = v0;
+    dst[i + stride] = v1;
+    dst[i + 2 * stride] = v2;
+    dst[i + 3 * stride] = v3;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+// wgmma peak: m64n256k16, A and B both read from shared memory through 128-byte-swizzle K-major
+// descriptors (the layout the GEMM rungs use). The values are whatever the fill wrote: only the
+// rate matters here. 16 wgmma per commit group; two warpgroups per SM so one's wait hides in the
+// other's issue.
+constexpr int kWgmmaPerGroup = 16;
+__global__ void __launch_bounds__(256, 1) wgmma_peak_kernel(int iters, float* sink, ClockProbe* probe) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __shared__ __align__(1024) __nv_bfloat16 smA[64 * 64];   // 8 KB: 64 rows x 128 B
+  __shared__ __align__(1024) __nv_bfloat16 smB[256 * 64];  // 32 KB: 256 rows x 128 B
+  for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x) smA[i] = __float2bfloat16(0.01f * (i % 7));
+  for (int i = threadIdx.x; i < 256 * 64; i += blockDim.x) smB[i] = __float2bfloat16(0.01f * (i % 5));
+  fence_proxy_async_smem();  // generic-proxy stores must be visible to the async proxy (wgmma)
+  __syncthreads();
+  probe_begin(probe);
+  const uint64_t da = make_smem_desc_sw128(smA);
+  const uint64_t db = make_smem_desc_sw128(smB);
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  for (int it = 0; it < iters; ++it) {
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kWgmmaPerGroup; ++k) wgmma_ss_m64n256k16(acc, da, db, 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) s += acc[i];
+  if (s == 1234.5f) *sink = s;
+  __syncthreads();
+  probe_end(probe);
+#else
+  if (threadIdx.x == 0 && blockIdx.x == 0) *sink = -1.f;  // never launched: supports() refuses
+#endif
+}
+
+double probe_mhz(ClockProbe* d_probe) {
+  ClockProbe p{};
+  KL_CHECK(cudaMemcpy(&p, d_probe, sizeof p, cudaMemcpyDeviceToHost));
+  if (p.t1 <= p.t0) return std::nan("");
+  return static_cast<double>(p.c1 - p.c0) / static_cast<double>(p.t1 - p.t0) * 1e3;
+}
+
+Row peak_row(const char* op, const char* impl, const char* dtype, Shape shape) {
+  Row r;
+  r.family = "peak";
+  r.op = op;
+  r.impl = impl;
+  r.variant = -1;
+  r.variant_name = op;
+  r.dtype = dtype;
+  r.shape = std::move(shape);
+  r.validated = false;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return guarded_main([&] {
+    Options o = parse_cli(argc, argv, "bench_peak", "ignored (the peaks have fixed shapes)");
+    if (o.list) {
+      std::printf("bench_peak: mma_sync_bf16, wgmma_bf16 (sm_90a), fp32_fma, copy_memcpy, copy_kernel\n");
+      return 0;
+    }
+    if (!o.shapes.empty() || o.variant != "all" || !o.dtypes.empty())
+      throw BadArgument("bench_peak takes no --shape, --variant or --dtype");
+    const DeviceInfo& d = device_info();
+    print_banner(d);
+    Reporter rep(o, d);
+    Stream s;
+    DeviceBuffer sink(sizeof(float)), probe(sizeof(ClockProbe));
+    Options po = o;
+    if (o.quick) po.iters = std::min(o.iters, 10);
+
+    auto compute_row = [&](const char* op, const char* dtype, int blocks, int threads, int iters,
+                           double flops_per_launch, auto kernel) {
+      auto launch = [&](int) {
+        kernel<<<blocks, threads, 0, s>>>(iters, sink.as<float>(), probe.as<ClockProbe>());
+        KL_CHECK_LAUNCH();
+      };
+      Row r = peak_row(op, "kl", dtype, Shape{{{"blocks", blocks}, {"threads", threads}, {"iters", iters}}});
+      r.t = time_launches(launch, po, s);
+      r.flops = flops_per_launch;
+      double mhz = probe_mhz(probe.as<ClockProbe>());
+      r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
+      r.t.clock_mhz = mhz;
+      rep.emit(r);
+    };
+
+    {  // mma.sync: 16 warps per SM (4 per sub-core), 8 chains each.
+      const int blocks = d.sms, threads = 512, iters = 4096;
+      double flops = 2.0 * 16 * 8 * 16 * kMmaChains * iters * (threads / 32) * blocks;
+      compute_row("mma_sync_bf16", "bf16", blocks, threads, iters, flops, mma_peak_kernel);
+    }
+    {
+      std::string why = require_sm90a(d);
+      if (!why.empty()) {
+        rep.skip("wgmma_bf16", why);
+      } else {
+        const int blocks = d.sms, threads = 256, iters = 1024;
+        double flops = 2.0 * 64 * 256 * 16 * kWgmmaPerGroup * iters * (threads / 128) * blocks;
+        compute_row("wgmma_bf16", "bf16", blocks, threads, iters, flops, wgmma_peak_kernel);
+      }
+    }
+    {  // FMA: 2048 threads per SM, 8 chains each.
+      const int blocks = d.sms * 8, threads = 256, iters = 8192;
+      double flops = 2.0 * kFmaChains * iters * threads * static_cast<double>(blocks);
+      compute_row("fp32_fma", "f32", blocks, threads, iters, flops, fma_peak_kernel);
+    }
+    {  // Copies: 1 GiB each way, far past the L2.
+      const size_t bytes = size_t(1) << 30;
+      DeviceBuffer a(bytes), b(bytes);
+      fill_uniform(a.ptr, bytes / 4, DType::f32, run_seed(o), -1.f, 1.f, s);
+      Options co = po;
+      co.iters = std::min(po.iters, 30);
+      Shape sh{{{"bytes", static_cast<long long>(bytes)}}};
+      Row r = peak_row("copy_memcpy", "cudaMemcpy", "f32", sh);
+      r.t = time_launches([&](int) { KL_CHECK(cudaMemcpyAsync(b.ptr, a.ptr, bytes, cudaMemcpyDeviceToDevice, s)); }, co, s);
+      r.bytes = 2.0 * bytes;
+      rep.emit(r);
+      Row k = peak_row("copy_kernel", "kl", "f32", sh);
+      const int blocks = d.sms * 8;
+      k.t = time_launches([&](int) {
+        copy16_kernel<<<blocks, 256, 0, s>>>(a.as<uint4>(), b.as<uint4>(), bytes / 16);
+        KL_CHECK_LAUNCH();
+      }, co, s);
+      k.bytes = 2.0 * bytes;
+      // The copy is checked: a wrong copy kernel must not become the roof.
+      std::vector<float> src = download_as_float(a.ptr, 1 << 20, DType::f32);
+      std::vector<float> dst = download_as_float(b.ptr, 1 << 20, DType::f32);
+      k.validated = true;
+      k.tol = Tolerance{0, 0, 0};
+      k.err = compare(dst.data(), src.data(), src.size(), k.tol);
+      if (!k.err.ok) {
+        rep.fail(k, "copy kernel output differs from its input");
+      } else {
+        rep.emit(k);
+      }
+    }
+    return rep.finish();
+  });
+}

@@ -1,0 +1,271 @@
+// bench/harness.h — the one small library every bench_<family> binary uses.
+//
+// What it gives a bench:
+//   * parse_cli()        the common flags (--shape --variant --dtype --iters --warmup --out --list
+//                        --no-rotate --graph); bad flags print usage and exit 2.
+//   * print_banner()     device name, cc, SMs, clock, L2, driver, CUDA on stderr.
+//   * Shape              "4096x8192" or "rows=4096,cols=8192" parsed against named dims.
+//   * rotation_copies()  how many input copies make one rotation exceed 3x the L2.
+//   * fill_uniform(), poison(), download_as_float()   random inputs (never zeros) and NaN poison.
+//   * compare()          abs / rel / normalized error, NaN/Inf detection, per-dtype tolerances.
+//   * time_launches()    clock ramp, warm-up, CUDA events per launch (median/min/max), optional
+//                        back-to-back rate through a CUDA graph of repeated launches.
+//   * Reporter           one JSON line per row (json.cpp), a progress line per row on stderr, the
+//                        human table at the end, non-zero exit if any validation failed.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../kernels/common/check.h"
+#include "../kernels/common/device.h"
+#include "../kernels/common/dtype.h"
+#include "../kernels/common/registry.h"
+
+namespace kl::bench {
+
+// ---------------------------------------------------------------- CLI
+struct Options {
+  std::vector<std::string> shapes;  // --shape S (repeatable, or ';'-separated); empty = defaults
+  std::string variant = "all";      // --variant: number, name, "all", "auto" (comma list allowed)
+  std::vector<DType> dtypes;        // --dtype f32,bf16; empty = the family's defaults
+  int iters = 100;                  // --iters N: timed launches per row
+  int warmup = 10;                  // --warmup N: untimed launches before timing
+  std::string out;                  // --out FILE: JSON lines (append); empty = stdout
+  bool list = false;                // --list: print the rungs and exit
+  bool no_rotate = false;           // --no-rotate: one input copy (rows become l2_resident if small)
+  bool graph = false;               // --graph: also time back-to-back launches in a CUDA graph
+  bool quick = false;               // --quick: fewer iterations, smaller default shape list
+  uint64_t seed = 0;                // --seed N; 0 = from the clock (fresh inputs every run)
+  std::map<std::string, std::string> extra;  // family flags declared by the bench (--causal ...)
+};
+
+struct ExtraFlag {
+  std::string name;   // without dashes
+  bool takes_value;   // --name VALUE, else a switch
+  std::string help;
+};
+
+// Parses argv. On --help prints usage to stdout and exits 0; on any malformed flag or value prints
+// the problem and the usage to stderr and exits 2. Throws nothing.
+Options parse_cli(int argc, char** argv, const std::string& prog, const std::string& shape_help,
+                  const std::vector<ExtraFlag>& extra = {});
+// The same, but throws kl::BadArgument instead of exiting (what the CPU tests call).
+Options parse_cli_or_throw(int argc, const char* const* argv, const std::vector<ExtraFlag>& extra = {});
+std::string usage_text(const std::string& prog, const std::string& shape_help,
+                       const std::vector<ExtraFlag>& extra);
+
+// ---------------------------------------------------------------- shapes
+// A shape is an ordered list of named dims. parse_shape accepts positional "AxBxC" (in the order
+// of `dims`) or named "a=1,b=2" (any order; dims with defaults may be omitted).
+struct Shape {
+  std::vector<std::pair<std::string, long long>> dims;
+  long long operator[](const std::string& k) const;
+  bool has(const std::string& k) const;
+  std::string str() const;  // "rows=4096,cols=8192"
+};
+Shape parse_shape(const std::string& s, const std::vector<std::string>& dims,
+                  const std::map<std::string, long long>& defaults = {});  // throws BadArgument
+
+// ---------------------------------------------------------------- rung selection
+// Resolves --variant against a family's table. "all" = every rung; "auto" is returned as the
+// flag `want_auto`. Unknown names throw BadArgument (the bench turns that into exit 2).
+template <class Args>
+std::vector<const Rung<Args>*> select_rungs(const std::vector<Rung<Args>>& table,
+                                            const std::string& spec, bool* want_auto);
+// Prints the table for --list (number, name, change) to stdout.
+template <class Args>
+void print_rungs(const std::vector<Rung<Args>>& table, const std::string& title);
+
+// ---------------------------------------------------------------- device buffers
+// Owning device allocation (cudaMalloc; freed in the destructor).
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <class T> T* as() const { return static_cast<T*>(ptr); }
+};
+
+// Owning non-blocking stream (graph capture needs a stream other than the legacy default).
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  operator cudaStream_t() const { return s; }
+};
+
+// Number of copies of a `bytes_per_set` working set so that one rotation exceeds 3x the L2
+// (1 with --no-rotate, and capped so the copies use at most a quarter of free device memory).
+int rotation_copies(size_t bytes_per_set, const DeviceInfo& d, bool no_rotate);
+// A row is l2_resident when everything it rotates over fits in the L2.
+inline bool is_l2_resident(size_t bytes_per_set, int copies, const DeviceInfo& d) {
+  return static_cast<double>(bytes_per_set) * copies <= static_cast<double>(d.l2_bytes);
+}
+
+// Uniform random values in [lo, hi) of type `t`, from a counter-based hash of (seed, index).
+void fill_uniform(void* dev, size_t n, DType t, uint64_t seed, float lo, float hi,
+                  cudaStream_t s = 0);
+// Sets every byte to 0xFF: NaN in fp32 and bf16, so an unwritten output element fails validation.
+void poison(void* dev, size_t bytes, cudaStream_t s = 0);
+// Copies n elements of type t to the host as floats (bf16 widened exactly).
+std::vector<float> download_as_float(const void* dev, size_t n, DType t);
+// Copies `src` into each of `copies` consecutive slots of `bytes` in `dst` (rotation sets).
+void replicate(void* dst, size_t bytes, int copies);
+// The seed for this run: --seed if given, else from the clock.
+uint64_t run_seed(const Options& o);
+
+// ---------------------------------------------------------------- validation
+struct Tolerance {
+  double abs = 0, rel = 0;    // element passes if |got - ref| <= abs + rel * |ref|
+  double rel_l2 = 0;          // and ||got - ref|| / ||ref|| <= rel_l2 over the whole output
+};
+// Defaults by output storage type: f32 row ops 1e-5-ish, bf16 outputs one bf16 ulp-ish.
+Tolerance default_tolerance(DType out);
+
+struct ErrStats {
+  size_t n = 0;               // elements compared
+  double max_abs = 0, max_rel = 0, rel_l2 = 0;
+  size_t worst = 0;           // index of the element furthest outside (or closest to) tolerance
+  double worst_got = 0, worst_ref = 0;
+  size_t nonfinite = 0;       // NaN/Inf in `got` where `ref` is finite, or mismatched specials
+  size_t bad = 0;             // elements outside the tolerance
+  bool ok = false;
+};
+// Full comparison of n elements. Specials: ref NaN/Inf must be matched exactly by got.
+ErrStats compare(const float* got, const double* ref, size_t n, const Tolerance& tol);
+ErrStats compare(const float* got, const float* ref, size_t n, const Tolerance& tol);
+// Sampled comparison: only the listed indices (GEMM/attention against sampled references).
+ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vector<size_t>& idx,
+                    const Tolerance& tol);
+
+// ---------------------------------------------------------------- timing
+struct Timing {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int iters = 0;
+  double graph_ms = std::numeric_limits<double>::quiet_NaN();  // per launch, back to back
+  double clock_mhz = std::numeric_limits<double>::quiet_NaN();  // SM clock sampled during the run
+};
+// About 300 ms of FMA work so the clocks are up before the first timed launch. Runs once per
+// process; later calls return immediately.
+void ramp_clocks();
+// Times `launch(i)` (i = launch index; use i % copies to rotate inputs). ramp_clocks(), then
+// o.warmup untimed launches, then o.iters launches each between two events. With o.graph (or
+// force_graph), also captures o.iters launches into a CUDA graph and reports the replay time per
+// launch (graph_ms); `s` must then be a created stream (kl::bench::Stream), not the default one.
+// The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
+Timing time_launches(const std::function<void(int)>& launch, const Options& o,
+                     cudaStream_t s, bool force_graph = false);
+// Mean SM clock (MHz) NVML reports for the current device right now; NaN if NVML is unavailable.
+double sm_clock_mhz_now();
+
+// ---------------------------------------------------------------- results
+struct Row {
+  std::string family, op;           // e.g. "rmsnorm", "add_rmsnorm"
+  std::string impl = "kl";          // kl, cublas, cudaMemcpy, torch, ...
+  int variant = -1;                 // rung number; -1 for "auto" and for references
+  std::string variant_name;         // rung name, "auto", or the reference's name
+  std::string change;               // the rung's one change (from the registry)
+  std::string dtype;                // "f32", "bf16"
+  Shape shape;
+  Timing t;
+  double flops = 0;                 // counted FLOPs of one launch
+  double bytes = 0;                 // minimum DRAM bytes of one launch
+  bool validated = false;
+  ErrStats err;
+  Tolerance tol;
+  bool l2_resident = false;
+  int copies = 1;                   // input copies rotated over
+  uint64_t seed = 0;
+  std::map<std::string, std::string> notes;  // free-form extra fields, e.g. {"auto_picked": "04"}
+};
+
+struct RunInfo {
+  std::string git_commit, timestamp;
+};
+RunInfo run_info();
+
+// One JSON object for a row (field order fixed; documented in docs/results-format.md).
+std::string row_to_json(const Row& r, const DeviceInfo& d, const RunInfo& ri);
+// Device banner text (also printed to stderr by print_banner).
+std::string banner_text(const DeviceInfo& d);
+void print_banner(const DeviceInfo& d);
+
+class Reporter {
+ public:
+  Reporter(const Options& o, const DeviceInfo& d);
+  ~Reporter();
+  // A validated, timed row: JSON line out, progress line on stderr.
+  void emit(const Row& r);
+  // A failed validation: prints rung, shape, worst element on stderr; never a JSON row;
+  // exit_code() becomes 1.
+  void fail(const Row& r, const std::string& detail = "");
+  // A rung that does not support the shape: one stderr line with the reason, no row.
+  void skip(const std::string& what, const std::string& why);
+  // Prints the human table to stderr; returns 0, or 1 if anything failed.
+  int finish();
+  int exit_code() const { return failed_ ? 1 : 0; }
+
+ private:
+  const Options& o_;
+  const DeviceInfo& d_;
+  RunInfo ri_;
+  std::vector<Row> rows_;
+  std::FILE* f_ = nullptr;
+  bool failed_ = false;
+  bool finished_ = false;
+};
+
+// Runs `body` and maps exceptions to exit codes: BadArgument -> 2 (with message), anything else
+// -> 1. Benches wrap main() in it so a bad shape never becomes a crash.
+int guarded_main(const std::function<int()>& body);
+
+// ================================================================ templates
+template <class Args>
+std::vector<const Rung<Args>*> select_rungs(const std::vector<Rung<Args>>& table,
+                                            const std::string& spec, bool* want_auto) {
+  std::vector<const Rung<Args>*> out;
+  *want_auto = false;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string tok = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (tok == "all") {
+      for (const auto& r : table) out.push_back(&r);
+      *want_auto = true;
+    } else if (tok == "auto") {
+      *want_auto = true;
+    } else {
+      const Rung<Args>* r = find_rung(table, tok);
+      if (!r) throw BadArgument("--variant: no rung '" + tok + "' (see --list)");
+      out.push_back(r);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+template <class Args>
+void print_rungs(const std::vector<Rung<Args>>& table, const std::string& title) {
+  std::printf("%s\n", title.c_str());
+  for (const auto& r : table) std::printf("  %02d  %-24s %s\n", r.number, r.name, r.change);
+  std::printf("  --  %-24s %s\n", "auto", "the entry point: the best supported rung for the shape");
+}
+
+}  // namespace kl::bench

@@ -1,0 +1,220 @@
+// tests/test_cpu_harness.cpp — the harness's host side (CLI, shapes, validation, JSON) on the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "bench/harness.h"
+
+using namespace kl;
+using namespace kl::bench;
+
+static Options parse(std::vector<const char*> args, const std::vector<ExtraFlag>& extra = {}) {
+  args.insert(args.begin(), "prog");
+  return parse_cli_or_throw(static_cast<int>(args.size()), args.data(), extra);
+}
+
+TEST(Cli, Defaults) {
+  Options o = parse({});
+  EXPECT_EQ(o.variant, "all");
+  EXPECT_EQ(o.iters, 100);
+  EXPECT_FALSE(o.list);
+  EXPECT_FALSE(o.graph);
+  EXPECT_TRUE(o.shapes.empty());
+}
+
+TEST(Cli, AllFlags) {
+  Options o = parse({"--shape", "4x8;16x32", "--shape=2x2", "--variant", "3", "--dtype", "f32,bf16",
+                     "--iters", "7", "--warmup=2", "--out", "x.jsonl", "--list", "--no-rotate",
+                     "--graph", "--seed", "42"});
+  ASSERT_EQ(o.shapes.size(), 3u);
+  EXPECT_EQ(o.shapes[1], "16x32");
+  EXPECT_EQ(o.variant, "3");
+  ASSERT_EQ(o.dtypes.size(), 2u);
+  EXPECT_EQ(o.dtypes[1], DType::bf16);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmup, 2);
+  EXPECT_EQ(o.out, "x.jsonl");
+  EXPECT_TRUE(o.list && o.no_rotate && o.graph);
+  EXPECT_EQ(o.seed, 42u);
+}
+
+TEST(Cli, RejectsMalformed) {
+  EXPECT_THROW(parse({"--bogus"}), BadArgument);
+  EXPECT_THROW(parse({"--iters"}), BadArgument);
+  EXPECT_THROW(parse({"--iters", "ten"}), BadArgument);
+  EXPECT_THROW(parse({"--iters", "0"}), BadArgument);
+  EXPECT_THROW(parse({"--iters", "5x"}), BadArgument);
+  EXPECT_THROW(parse({"--dtype", "fp16"}), BadArgument);
+  EXPECT_THROW(parse({"--list=yes"}), BadArgument);
+  EXPECT_THROW(parse({"positional"}), BadArgument);
+  EXPECT_THROW(parse({"--variant", ""}), BadArgument);
+}
+
+TEST(Cli, ExtraFlags) {
+  std::vector<ExtraFlag> ex{{"causal", false, "causal mask"}, {"hkv", true, "kv heads"}};
+  Options o = parse({"--causal", "--hkv", "8"}, ex);
+  EXPECT_EQ(o.extra.at("causal"), "1");
+  EXPECT_EQ(o.extra.at("hkv"), "8");
+  EXPECT_THROW(parse({"--hkv"}, ex), BadArgument);
+  EXPECT_NE(usage_text("p", "RxC", ex).find("--hkv"), std::string::npos);
+}
+
+TEST(Shape, PositionalNamedAndDefaults) {
+  Shape s = parse_shape("16384x8192", {"rows", "cols"});
+  EXPECT_EQ(s["rows"], 16384);
+  EXPECT_EQ(s["cols"], 8192);
+  EXPECT_EQ(s.str(), "rows=16384,cols=8192");
+  Shape t = parse_shape("cols=5,rows=3", {"rows", "cols"});
+  EXPECT_EQ(t.str(), "rows=3,cols=5");
+  Shape u = parse_shape("B=2,Sq=1", {"B", "Sq", "D"}, {{"D", 128}});
+  EXPECT_EQ(u["D"], 128);
+  EXPECT_TRUE(u.has("Sq"));
+  EXPECT_FALSE(u.has("M"));
+  EXPECT_THROW(u["M"], BadArgument);
+}
+
+TEST(Shape, RejectsMalformed) {
+  std::vector<std::string> d{"M", "N", "K"};
+  EXPECT_THROW(parse_shape("4x4", d), BadArgument);          // missing K
+  EXPECT_THROW(parse_shape("4x4x4x4", d), BadArgument);      // too many
+  EXPECT_THROW(parse_shape("4xAx4", d), BadArgument);        // not a number
+  EXPECT_THROW(parse_shape("M=4,N=4,Q=4", d), BadArgument);  // unknown dim
+  EXPECT_THROW(parse_shape("M=4,M=5,N=1,K=1", d), BadArgument);
+  EXPECT_THROW(parse_shape("M=-1,N=1,K=1", d), BadArgument);
+  EXPECT_THROW(parse_shape("", d), BadArgument);
+}
+
+TEST(Compare, PassesWithinToleranceFailsOutside) {
+  std::vector<double> ref{1.0, -2.0, 3.0, 0.0};
+  std::vector<float> got{1.0f, -2.0f, 3.0f, 0.0f};
+  Tolerance tol{1e-6, 1e-5, 1e-6};
+  EXPECT_TRUE(compare(got.data(), ref.data(), 4, tol).ok);
+  got[2] = 3.01f;
+  ErrStats e = compare(got.data(), ref.data(), 4, tol);
+  EXPECT_FALSE(e.ok);
+  EXPECT_EQ(e.worst, 2u);
+  EXPECT_EQ(e.bad, 1u);
+  EXPECT_NEAR(e.max_abs, 0.01, 1e-6);
+}
+
+TEST(Compare, NanAndInfHandling) {
+  Tolerance tol{1e-3, 1e-3, 1e-3};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<double> ref{1.0, 2.0};
+  std::vector<float> got{1.0f, nan};  // a poisoned, unwritten element
+  ErrStats e = compare(got.data(), ref.data(), 2, tol);
+  EXPECT_FALSE(e.ok);
+  EXPECT_EQ(e.nonfinite, 1u);
+  EXPECT_EQ(e.worst, 1u);
+  got[1] = inf;
+  EXPECT_FALSE(compare(got.data(), ref.data(), 2, tol).ok);
+  // A reference special must be matched exactly.
+  std::vector<double> ref2{-INFINITY, 1.0};
+  std::vector<float> got2{-inf, 1.0f};
+  EXPECT_TRUE(compare(got2.data(), ref2.data(), 2, tol).ok);
+  got2[0] = inf;
+  EXPECT_FALSE(compare(got2.data(), ref2.data(), 2, tol).ok);
+}
+
+TEST(Compare, RelL2AndSampled) {
+  std::vector<double> ref(1000, 1.0);
+  std::vector<float> got(1000, 1.004f);  // every element within rel 1e-2 but rel_l2 = 4e-3
+  EXPECT_TRUE(compare(got.data(), ref.data(), 1000, Tolerance{0, 1e-2, 5e-3}).ok);
+  EXPECT_FALSE(compare(got.data(), ref.data(), 1000, Tolerance{0, 1e-2, 1e-3}).ok);
+  std::vector<size_t> idx{3, 999};
+  std::vector<double> r2{1.004, 1.004};
+  ErrStats e = compare_at(got.data(), r2.data(), idx, Tolerance{1e-6, 1e-6, 1e-6});
+  EXPECT_TRUE(e.ok);
+  EXPECT_EQ(e.n, 2u);
+}
+
+TEST(Compare, EmptyNeverPasses) {
+  Tolerance tol{1, 1, 1};
+  EXPECT_FALSE(compare(static_cast<const float*>(nullptr), static_cast<const double*>(nullptr), 0, tol).ok);
+}
+
+TEST(Json, RowHasEveryDocumentedField) {
+  DeviceInfo d;
+  d.name = "Test GPU";
+  d.cc_major = 9;
+  d.sms = 132;
+  d.l2_bytes = 60 << 20;
+  d.runtime_version = 13000;
+  Row r;
+  r.family = "rmsnorm";
+  r.op = "rmsnorm";
+  r.variant = 4;
+  r.variant_name = "row_in_registers";
+  r.change = "x";
+  r.dtype = "bf16";
+  r.shape = parse_shape("16x32", {"rows", "cols"});
+  r.t.median_ms = 2.0;
+  r.t.min_ms = 1.5;
+  r.t.max_ms = 3.0;
+  r.t.iters = 100;
+  r.bytes = 4e9;
+  r.validated = true;
+  r.err.ok = true;
+  r.err.n = 512;
+  r.notes["picked"] = "04";
+  auto j = nlohmann::json::parse(row_to_json(r, d, RunInfo{"abc", "2026-11-29T00:00:00Z"}));
+  for (const char* k : {"family", "op", "impl", "variant", "variant_name", "change", "dtype", "shape",
+                        "shape_str", "median_ms", "min_ms", "max_ms", "iters", "graph_ms", "flops",
+                        "bytes", "tflops", "gbps", "validated", "ok", "err", "tol", "l2_resident",
+                        "copies", "seed", "clock_mhz", "device", "cuda_runtime", "driver",
+                        "git_commit", "timestamp", "notes"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["shape"]["cols"], 32);
+  EXPECT_EQ(j["shape_str"], "rows=16,cols=32");
+  EXPECT_DOUBLE_EQ(j["gbps"].get<double>(), 2000.0);  // 4e9 B / 2 ms = 2000 GB/s
+  EXPECT_TRUE(j["tflops"].is_null());
+  EXPECT_TRUE(j["graph_ms"].is_null());  // NaN is not JSON: null
+  EXPECT_EQ(j["device"]["cc"], "9.0");
+  EXPECT_EQ(j["notes"]["picked"], "04");
+  EXPECT_TRUE(j["ok"].get<bool>());
+}
+
+TEST(Json, FailedValidationIsNotOk) {
+  DeviceInfo d;
+  Row r;
+  r.validated = true;
+  r.err.ok = false;
+  auto j = nlohmann::json::parse(row_to_json(r, d, run_info()));
+  EXPECT_FALSE(j["ok"].get<bool>());
+}
+
+TEST(Select, RungsByNumberNameAllAuto) {
+  static const std::vector<Rung<int>> table{
+      {0, "naive", "first", [](const int&, const DeviceInfo&) { return std::string(); }, [](const int&, cudaStream_t) {}},
+      {1, "fast", "second", [](const int& a, const DeviceInfo&) { return a > 5 ? std::string("too big") : std::string(); },
+       [](const int&, cudaStream_t) {}}};
+  bool want_auto = false;
+  auto all = select_rungs(table, "all", &want_auto);
+  EXPECT_EQ(all.size(), 2u);
+  EXPECT_TRUE(want_auto);
+  auto one = select_rungs(table, "fast", &want_auto);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]->number, 1);
+  EXPECT_FALSE(want_auto);
+  EXPECT_EQ(select_rungs(table, "0,auto", &want_auto).size(), 1u);
+  EXPECT_TRUE(want_auto);
+  EXPECT_THROW(select_rungs(table, "7", &want_auto), BadArgument);
+  DeviceInfo d;
+  EXPECT_EQ(best_supported(table, 3, d)->number, 1);
+  EXPECT_EQ(best_supported(table, 9, d)->number, 0);
+  EXPECT_EQ(table[1].supports(9, d), "too big");
+}
+
+TEST(Dtype, Bf16RoundTripAndRounding) {
+  EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
+  EXPECT_EQ(round_to_bf16(1.0f + 1.0f / 512), 1.0f);  // ties to even
+  EXPECT_EQ(round_to_bf16(1.0f + 3.0f / 512), 1.0f + 4.0f / 512);
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  DType t;
+  EXPECT_TRUE(parse_dtype("bfloat16", &t));
+  EXPECT_EQ(t, DType::bf16);
+  EXPECT_FALSE(parse_dtype("half", &t));
+}
