@@ -54,6 +54,7 @@ __global__ void __launch_bounds__(512) mma_peak_kernel(int iters, float* sink, C
   for (int i = 0; i < 4; ++i) a[i] = pack_bf16x2(0.001f * (threadIdx.x + i), 0.002f);
   for (int i = 0; i < 2; ++i) b[i] = pack_bf16x2(0.003f, 0.001f * (threadIdx.x - i));
   float acc[kMmaChains][4] = {};
+#pragma unroll 4
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int c = 0; c < kMmaChains; ++c) mma_bf16_16816(acc[c], a, b);
@@ -73,6 +74,9 @@ __global__ void __launch_bounds__(256) fma_peak_kernel(int iters, float* sink, C
 #pragma unroll
   for (int c = 0; c < kFmaChains; ++c) x[c] = threadIdx.x * 1e-4f + c;
   const float m = 0.99999f, k = 1e-6f;
+  // Unrolled 16 deep: with 8 FMAs per trip the loop counter and branch would otherwise take ~20%
+  // of the issue slots (measured on the H200: 51.7 TFLOP/s without the unroll).
+#pragma unroll 16
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
     for (int c = 0; c < kFmaChains; ++c) x[c] = fmaf(x[c], m, k);  // independent chains
