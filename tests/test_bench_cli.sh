@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tests/test_bench_cli.sh — every bench binary refuses bad input cleanly (CPU test, no GPU needed).
+#
+#   bash tests/test_bench_cli.sh BUILD_DIR            every BUILD_DIR/bench_* executable
+#   bash tests/test_bench_cli.sh BIN [BIN ...]        the given bench binaries
+#
+# For each bench: --list and --help exit 0; malformed flags, an unknown --variant, malformed or
+# unsupported --shape and an unsupported --dtype exit 2 with a message on stderr, write no JSON
+# row, and never crash or hang (signals and timeouts fail). All of this must happen before any
+# CUDA call, so it holds on a machine without a GPU. Prints "N passed, M failed"; exit 1 on failure.
+set -u
+
+TIMEOUT=${KL_CLI_TIMEOUT:-60}
+pass=0
+fail=0
+bins=()
+if [ $# -eq 1 ] && [ -d "$1" ]; then
+  for b in "$1"/bench_*; do
+    if [ -f "$b" ] && [ -x "$b" ]; then bins+=("$b"); fi
+  done
+else
+  bins=("$@")
+fi
+if [ ${#bins[@]} -eq 0 ]; then
+  echo "test_bench_cli.sh: no bench binaries found (args: $*); build first" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# expect BIN WANT_RC LABEL ARGS...   (WANT_RC 0: success with output on stdout; 2: refusal)
+expect() {
+  local bin="$1" want="$2" label="$3"
+  shift 3
+  local name rc
+  name="$(basename "$bin")"
+  timeout -k 5 "$TIMEOUT" "$bin" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+  rc=$?
+  local why=""
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    why="hung (killed after ${TIMEOUT}s)"
+  elif [ $rc -ge 128 ]; then
+    why="crashed (signal $((rc - 128)))"
+  elif [ $rc -ne "$want" ]; then
+    why="exit $rc, want $want"
+  elif [ "$want" -eq 0 ] && [ ! -s "$tmp/out" ]; then
+    why="exit 0 but nothing on stdout"
+  elif [ "$want" -ne 0 ] && [ ! -s "$tmp/err" ]; then
+    why="exit $rc but no message on stderr"
+  elif [ "$want" -ne 0 ] && grep -q '^{' "$tmp/out"; then
+    why="wrote a JSON row although the input was refused"
+  fi
+  if [ -z "$why" ]; then
+    pass=$((pass + 1))
+    printf 'PASS  %-18s %-34s (%s)\n' "$name" "$label" "$(head -n1 "$tmp/err" | cut -c1-90)"
+  else
+    fail=$((fail + 1))
+    printf 'FAIL  %-18s %-34s %s: %s %s\n' "$name" "$label" "$why" "$name" "$*"
+    sed 's/^/        stderr: /' "$tmp/err" | head -n 8
+  fi
+}
+
+for bin in "${bins[@]}"; do
+  fam="$(basename "$bin")"
+  fam="${fam#bench_}"
+  expect "$bin" 0 "--list" --list
+  expect "$bin" 0 "--help" --help
+  expect "$bin" 2 "unknown flag" --no-such-flag
+  expect "$bin" 2 "stray argument" stray
+  expect "$bin" 2 "--iters not a number" --iters abc
+  expect "$bin" 2 "--iters 0" --iters 0
+  expect "$bin" 2 "--iters missing value" --iters
+  expect "$bin" 2 "--warmup negative" --warmup -1
+  expect "$bin" 2 "--dtype unknown" --dtype f64
+  expect "$bin" 2 "--list with a value" --list=yes
+  if [ "$fam" = peak ]; then
+    expect "$bin" 2 "--shape (peak takes none)" --shape 4096
+    expect "$bin" 2 "--variant (peak takes none)" --variant 0
+    continue
+  fi
+  expect "$bin" 2 "--variant unknown" --variant no_such_rung
+  expect "$bin" 2 "--variant number unknown" --variant 99
+  expect "$bin" 2 "--shape not a number" --shape 12xabc
+  expect "$bin" 2 "--shape unknown dim" --shape nope=3
+  expect "$bin" 2 "--shape too many dims" --shape 1x2x3x4x5x6x7x8x9
+  expect "$bin" 2 "--shape negative" --shape=-5
+  expect "$bin" 2 "--shape missing value" --shape
+  case "$fam" in
+    gemm_bf16 | attention) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
+    sgemm) expect "$bin" 2 "--dtype bf16 unsupported" --dtype bf16 ;;
+  esac
+  if [ "$fam" = attention ]; then
+    expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=96,causal=0
+    expect "$bin" 2 "--shape Hkv not dividing Hq" --shape B=1,Hq=4,Hkv=3,Sq=64,Skv=64,D=64,causal=0
+    expect "$bin" 2 "--shape Sq > Skv" --shape B=1,Hq=4,Hkv=4,Sq=128,Skv=64,D=64,causal=1
+  fi
+done
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
