@@ -1,0 +1,121 @@
+// bench/attention_check.h — validating an attention output on the device against the CPU double
+// reference (kernels/attention/reference.h), shared by bench_attention and the attention tests
+// (both parts of the ladder).
+//
+// attention_reference_sampled() downloads only what the sampled rows need (their Q rows and the
+// K/V heads they read) and computes the reference rows; attention_check_output() downloads those
+// rows of O and compares. Tolerance (bf16 output; P is rounded to bf16 before P V on the tensor
+// cores): |got - ref| <= 1e-2 * rms(ref) + 1e-2 * |ref| per element and a relative L2 error <= 1e-2
+// over the sampled rows. Expected errors are ~0.3% (one bf16 rounding of O, bf16 P); a wrong row,
+// a missing tile or a bad mask is off by O(rms).
+#pragma once
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "bench/harness.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/reference.h"
+
+namespace kl::bench {
+
+struct AttentionCheck {
+  std::vector<AttentionRowId> rows;
+  std::vector<double> ref;  // rows.size() * D
+  Tolerance tol;
+  bool all_rows = false;
+};
+
+inline long long attention_row_index(const AttentionArgs& a, const AttentionRowId& r) {
+  return (static_cast<long long>(r.b) * a.Hq + r.hq) * a.Sq + r.i;
+}
+
+// Causal pairs (i, j) a query may see, summed over the queries of one head.
+inline double attention_pairs(const AttentionArgs& a) {
+  if (!a.causal) return static_cast<double>(a.Sq) * a.Skv;
+  const double off = static_cast<double>(a.Skv) - a.Sq;
+  return a.Sq * (off + 1) + 0.5 * static_cast<double>(a.Sq) * (a.Sq - 1);
+}
+// 4 * B * Hq * D * (visible pairs): two GEMM-like products of 2 FLOPs per multiply-add.
+inline double attention_flops(const AttentionArgs& a) {
+  return 4.0 * a.B * a.Hq * a.D * attention_pairs(a);
+}
+// Minimum DRAM bytes: Q and O once, K and V once (GQA: once per KV head).
+inline double attention_bytes(const AttentionArgs& a) {
+  return 2.0 * a.D * (2.0 * a.B * a.Hq * a.Sq + 2.0 * a.B * a.Hkv * a.Skv);
+}
+
+// `max_rows`: sample size; every row when B*Hq*Sq <= all_rows_below.
+inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int max_rows,
+                                                  uint64_t seed, long long all_rows_below = 4096) {
+  AttentionCheck c;
+  const long long total = static_cast<long long>(a.B) * a.Hq * a.Sq;
+  const int D = a.D, G = a.Hq / a.Hkv;
+  c.all_rows = total <= all_rows_below;
+  c.rows = attention_sample_rows(a, c.all_rows ? static_cast<int>(total) : max_rows, seed);
+  std::vector<float> Qall;
+  if (c.all_rows) Qall = download_as_float(a.Q, static_cast<size_t>(total) * D, DType::bf16);
+  c.ref.resize(c.rows.size() * D);
+  const double scale = attention_scale(a);
+  // Head by head (one K/V head on the host at a time: a 128K-token head is 128 MB as floats).
+  std::map<long long, std::vector<size_t>> by_head;  // b*Hkv+hkv -> indices into c.rows
+  for (size_t k = 0; k < c.rows.size(); ++k)
+    by_head[static_cast<long long>(c.rows[k].b) * a.Hkv + c.rows[k].hq / G].push_back(k);
+  for (const auto& h : by_head) {
+    const size_t n = static_cast<size_t>(a.Skv) * D;
+    const std::vector<float> K = download_as_float(a.K + h.first * n, n, DType::bf16);
+    const std::vector<float> V = download_as_float(a.V + h.first * n, n, DType::bf16);
+    for (size_t k : h.second) {
+      const auto& r = c.rows[k];
+      const long long row = attention_row_index(a, r);
+      std::vector<float> q;
+      const float* qp;
+      if (c.all_rows) {
+        qp = &Qall[static_cast<size_t>(row) * D];
+      } else {
+        q = download_as_float(a.Q + row * D, D, DType::bf16);
+        qp = q.data();
+      }
+      attention_reference_row(qp, K.data(), V.data(),
+                              attention_visible_keys(r.i, a.Sq, a.Skv, a.causal), D, scale,
+                              &c.ref[k * D]);
+    }
+  }
+  double ss = 0;
+  for (double v : c.ref) ss += v * v;
+  const double rms = c.ref.empty() ? 0 : std::sqrt(ss / c.ref.size());
+  c.tol.abs = 1e-2 * rms + 1e-6;
+  c.tol.rel = 1e-2;
+  c.tol.rel_l2 = 1e-2;
+  return c;
+}
+
+// Downloads the checked rows of a.O and compares them with the reference.
+inline ErrStats attention_check_output(const AttentionArgs& a, const AttentionCheck& c) {
+  const int D = a.D;
+  std::vector<float> got(c.rows.size() * D);
+  if (c.all_rows) {
+    std::vector<float> all = download_as_float(a.O, c.rows.size() * D, DType::bf16);
+    for (size_t k = 0; k < c.rows.size(); ++k) {
+      const long long row = attention_row_index(a, c.rows[k]);
+      std::copy(all.begin() + row * D, all.begin() + (row + 1) * D, got.begin() + k * D);
+    }
+  } else {
+    for (size_t k = 0; k < c.rows.size(); ++k) {
+      std::vector<float> o = download_as_float(a.O + attention_row_index(a, c.rows[k]) * D, D, DType::bf16);
+      std::copy(o.begin(), o.end(), got.begin() + k * D);
+    }
+  }
+  return compare(got.data(), c.ref.data(), got.size(), c.tol);
+}
+
+// "b=.. hq=.. i=.. d=.." of the worst element of a check (for failure messages).
+inline std::string attention_where(const AttentionArgs& a, const AttentionCheck& c, size_t flat) {
+  if (c.rows.empty()) return "";
+  const auto& r = c.rows[flat / a.D];
+  return "b=" + std::to_string(r.b) + " hq=" + std::to_string(r.hq) + " i=" + std::to_string(r.i) +
+         " d=" + std::to_string(flat % a.D);
+}
+
+}  // namespace kl::bench

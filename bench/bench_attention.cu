@@ -1,0 +1,275 @@
+// bench/bench_attention.cu — the attention ladder (every rung of the table, both parts), prefill and
+// decode, against a CPU double reference on sampled rows.
+//
+// Per shape: rotation copies of Q, K, V (fresh random values in [-1, 1)), one output buffer, the
+// rung-03 workspace; the reference on 64 sampled rows (all rows when B*Hq*Sq <= 4096), drawn from at
+// most 8 KV heads so only those heads are downloaded; then for every selected rung: supports()?
+// poison O, launch, compare the sampled rows, time (launch i uses copy i % copies). op is
+// "attention" for prefill and "decode" for Sq <= 16. FLOPs: 4*B*Hq*D*(visible (i, j) pairs), exact
+// for causal; bytes: Q, K, V, O once each (K and V once per KV head). Rungs 00 and 01 are skipped on
+// large shapes unless --variant names them, and slow rows have their iterations capped (noted).
+// Decode shapes also get a cudaMemcpy row moving the same bytes (the same-run copy roof).
+// PyTorch rows come from scripts/torch_baseline.py.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/attention_check.h"
+#include "bench/harness.h"
+#include "kernels/attention/attention.h"
+
+namespace {
+
+using namespace kl;
+using namespace kl::bench;
+
+const std::vector<std::string> kDims = {"B", "Hq", "Hkv", "Sq", "Skv", "D", "causal"};
+const std::map<std::string, long long> kDefaults = {
+    {"B", 1}, {"Hkv", 0}, {"Skv", 0}, {"D", 128}, {"causal", 0}};  // Hkv/Skv 0: same as Hq/Sq
+
+std::vector<std::string> default_shapes(bool quick) {
+  std::vector<std::string> v;
+  auto add = [&](int B, int Hq, int Hkv, int Sq, int Skv, int D, int c) {
+    v.push_back("B=" + std::to_string(B) + ",Hq=" + std::to_string(Hq) + ",Hkv=" + std::to_string(Hkv) +
+                ",Sq=" + std::to_string(Sq) + ",Skv=" + std::to_string(Skv) + ",D=" + std::to_string(D) +
+                ",causal=" + std::to_string(c));
+  };
+  if (quick) {
+    add(8, 32, 32, 1024, 1024, 128, 1);
+    add(1, 32, 32, 4096, 4096, 128, 0);
+    add(2, 12, 4, 1000, 1234, 64, 1);
+    add(1, 32, 8, 1, 32768, 128, 1);
+    return v;
+  }
+  for (int D : {128, 64})
+    for (int c : {1, 0}) {
+      add(16, 32, 32, 512, 512, D, c);
+      add(8, 32, 32, 1024, 1024, D, c);
+      for (int S : {4096, 8192, 16384}) add(1, 32, 32, S, S, D, c);
+    }
+  for (int c : {1, 0}) add(1, 32, 8, 4096, 4096, 128, c);  // GQA 32/8
+  add(2, 12, 4, 1000, 1234, 64, 1);                          // ragged, Sq < Skv, GQA
+  for (int Skv : {4096, 32768, 131072})
+    for (int B : {1, 8})
+      for (int Hkv : {8, 32}) add(B, 32, Hkv, 1, Skv, 128, 1);  // decode
+  return v;
+}
+
+double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  KL_CHECK(cudaEventCreate(&a));
+  KL_CHECK(cudaEventCreate(&b));
+  KL_CHECK(cudaEventRecord(a, s));
+  f();
+  KL_CHECK(cudaEventRecord(b, s));
+  KL_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
+  KL_CHECK(cudaEventDestroy(a));
+  KL_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// Iterations so a row takes about `budget_s` (at least 5), unless the user named the rung.
+Options capped(const Options& o, double single_ms, double budget_s, bool named, Row* row) {
+  Options c = o;
+  if (named || single_ms <= 0) return c;
+  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
+  if (want < o.iters) {
+    c.iters = std::max(5, want);
+    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
+    row->notes["iters_capped"] = std::to_string(c.iters);
+  }
+  return c;
+}
+
+int run(int argc, char** argv) {
+  Options o = parse_cli(argc, argv, "bench_attention",
+                        "BxHqxHkvxSqxSkvxDxcausal or B=..,Hq=..,Hkv=..,Sq=..,Skv=..,D=..,causal=0|1 "
+                        "(Hkv, Skv default to Hq, Sq; B=1, D=128, causal=0)");
+  if (o.list) {
+    print_rungs(attention_rungs(), "attention rungs (bf16 O = softmax(Q K^T / sqrt(D)) V)");
+    return 0;
+  }
+  for (DType t : o.dtypes)
+    KL_REQUIRE(t == DType::bf16, "bench_attention: only --dtype bf16 (Q, K, V, O are bf16)");
+  if (o.quick) o.iters = std::min(o.iters, 20);
+  bool want_auto = false;
+  auto rungs = select_rungs(attention_rungs(), o.variant, &want_auto);
+  const bool all = o.variant.find("all") != std::string::npos;
+  const std::vector<std::string> shapes = o.shapes.empty() ? default_shapes(o.quick) : o.shapes;
+
+  std::vector<Shape> parsed;
+  for (const auto& s : shapes) {
+    Shape sh = parse_shape(s, kDims, kDefaults);
+    Shape r;
+    for (const auto& d : sh.dims) {
+      long long v = d.second;
+      if (d.first == "Hkv" && v == 0) v = sh["Hq"];
+      if (d.first == "Skv" && v == 0) v = sh["Sq"];
+      r.dims.emplace_back(d.first, v);
+    }
+    KL_REQUIRE(r["D"] == 64 || r["D"] == 128, "bench_attention: D must be 64 or 128 (shape " << s << ")");
+    KL_REQUIRE(r["causal"] == 0 || r["causal"] == 1, "bench_attention: causal must be 0 or 1 (shape " << s << ")");
+    for (const char* k : {"B", "Hq", "Hkv", "Sq", "Skv"})
+      KL_REQUIRE(r[k] >= 1 && r[k] <= 0x7fffffffLL, "bench_attention: " << k << " must be >= 1 (shape " << s << ")");
+    KL_REQUIRE(r["Hq"] % r["Hkv"] == 0, "bench_attention: Hq must be a multiple of Hkv (shape " << s << ")");
+    KL_REQUIRE(r["Sq"] <= r["Skv"], "bench_attention: Sq must be <= Skv (shape " << s << ")");
+    parsed.push_back(r);
+  }
+
+  const DeviceInfo& dev = device_info();
+  print_banner(dev);
+  Reporter rep(o, dev);
+  cudaStream_t stream;
+  KL_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  for (const Shape& sh : parsed) {
+    AttentionArgs shape;
+    shape.B = static_cast<int>(sh["B"]);
+    shape.Hq = static_cast<int>(sh["Hq"]);
+    shape.Hkv = static_cast<int>(sh["Hkv"]);
+    shape.Sq = static_cast<int>(sh["Sq"]);
+    shape.Skv = static_cast<int>(sh["Skv"]);
+    shape.D = static_cast<int>(sh["D"]);
+    shape.causal = sh["causal"] != 0;
+    const size_t nQ = size_t(shape.B) * shape.Hq * shape.Sq * shape.D;
+    const size_t nKV = size_t(shape.B) * shape.Hkv * shape.Skv * shape.D;
+    const size_t set_bytes = 2 * (nQ + 2 * nKV);
+    const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+    const bool l2res = is_l2_resident(set_bytes + 2 * nQ, copies, dev);
+    const uint64_t seed = run_seed(o);
+    DeviceBuffer dQ(2 * nQ * copies), dK(2 * nKV * copies), dV(2 * nKV * copies), dO(2 * nQ);
+    const size_t ws_bytes = attention_workspace_bytes(shape, dev);
+    DeviceBuffer dW(std::max<size_t>(ws_bytes, 256));
+    fill_uniform(dQ.ptr, nQ, DType::bf16, seed, -1.f, 1.f, stream);
+    fill_uniform(dK.ptr, nKV, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
+    fill_uniform(dV.ptr, nKV, DType::bf16, seed ^ 0x6a09e667f3bcc909ULL, -1.f, 1.f, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    replicate(dQ.ptr, 2 * nQ, copies);
+    replicate(dK.ptr, 2 * nKV, copies);
+    replicate(dV.ptr, 2 * nKV, copies);
+    auto args_for = [&](int i) {
+      AttentionArgs a = shape;
+      a.Q = dQ.as<__nv_bfloat16>() + size_t(i % copies) * nQ;
+      a.K = dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
+      a.V = dV.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
+      a.O = dO.as<__nv_bfloat16>();
+      a.workspace = dW.ptr;
+      a.workspace_bytes = ws_bytes;
+      return a;
+    };
+    const AttentionArgs a0 = args_for(0);
+    const AttentionCheck check = attention_reference_sampled(a0, 64, seed);
+    const bool decode = shape.Sq <= 16;
+    const double flops = attention_flops(shape);
+    // Work a rung that computes whole 64-row query tiles really does (rung 01 on decode shapes).
+    const double tile_work = 4.0 * shape.B * shape.Hq * ((shape.Sq + 63) / 64 * 64.0) * shape.Skv * shape.D;
+
+    auto run_one = [&](const Rung<AttentionArgs>* rung, bool is_auto) {
+      Row r;
+      r.family = "attention";
+      r.op = decode ? "decode" : "attention";
+      r.dtype = "bf16";
+      r.shape = sh;
+      r.flops = flops;
+      r.bytes = attention_bytes(shape);
+      r.l2_resident = l2res;
+      r.copies = copies;
+      r.seed = seed;
+      r.tol = check.tol;
+      r.notes["validated_against"] = check.all_rows ? "cpu_double_all_rows"
+                                                    : "cpu_double_" + std::to_string(check.rows.size()) + "_rows";
+      if (ws_bytes) r.notes["workspace_bytes"] = std::to_string(ws_bytes);
+      const Rung<AttentionArgs>* use = rung;
+      if (is_auto) {
+        use = attention_pick(a0, dev);
+        r.variant = -1;
+        r.variant_name = "auto";
+        r.change = "the entry point: the best supported rung for the shape";
+        if (!use) {
+          rep.skip("auto " + sh.str(), "no rung supports the shape");
+          return;
+        }
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%02d", use->number);
+        r.notes["picked"] = buf;
+      } else {
+        r.variant = rung->number;
+        r.variant_name = rung->name;
+        r.change = rung->change;
+        const std::string what = "rung " + std::to_string(rung->number) + " " + sh.str();
+        const std::string why = rung->supports(a0, dev);
+        if (!why.empty()) {
+          rep.skip(what, why);
+          return;
+        }
+        const bool too_slow = (rung->number == 0 && flops > 1e11) || (rung->number == 1 && tile_work > 2e12);
+        if (all && too_slow) {
+          rep.skip(what, "too slow for the default run; name it with --variant");
+          return;
+        }
+      }
+      poison(dO.ptr, 2 * nQ, stream);
+      auto launch = [&](int i) {
+        AttentionArgs a = args_for(i);
+        if (is_auto) attention(a, stream);
+        else launch_checked(*use, a, stream);
+      };
+      const double ms = launch_ms_once([&] { launch(0); }, stream);
+      r.err = attention_check_output(a0, check);
+      r.validated = r.err.ok;
+      if (!r.err.ok) {
+        rep.fail(r, "differs from the CPU double reference at " + attention_where(a0, check, r.err.worst));
+        return;
+      }
+      // The top rungs get a fuller budget; the slow ones just enough for a stable median.
+      const bool top = is_auto || use->number >= 2;
+      Options c = capped(o, ms, top ? 2.0 : 0.3, !is_auto && !all, &r);
+      r.t = time_launches(launch, c, stream);
+      rep.emit(r);
+    };
+    for (const auto* rung : rungs) run_one(rung, false);
+    if (want_auto) run_one(nullptr, true);
+
+    // Decode: the same-run copy roof for this byte count. cudaMemcpy of K (one copy of nKV
+    // elements) into a scratch buffer moves 2 * nKV * 2 bytes (read + write), the bytes a decode
+    // step reads from K and V.
+    if (decode && all) {
+      DeviceBuffer dst(2 * nKV);
+      Row r;
+      r.family = "attention";
+      r.op = "decode";
+      r.impl = "cudaMemcpy";
+      r.variant = -1;
+      r.variant_name = "copy_kv_bytes";
+      r.change = "cudaMemcpyAsync device to device of |K| bytes (read + write = |K| + |V|)";
+      r.dtype = "bf16";
+      r.shape = sh;
+      r.flops = 0;
+      r.bytes = 4.0 * nKV;
+      r.l2_resident = l2res;
+      r.copies = copies;
+      r.seed = seed;
+      r.validated = true;
+      r.err.ok = true;
+      auto copy = [&](int i) {
+        KL_CHECK(cudaMemcpyAsync(dst.ptr, dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
+                                 cudaMemcpyDeviceToDevice, stream));
+      };
+      const double ms = launch_ms_once([&] { copy(0); }, stream);
+      Options c = capped(o, ms, 1.0, false, &r);
+      r.t = time_launches(copy, c, stream);
+      rep.emit(r);
+    }
+  }
+  KL_CHECK(cudaStreamDestroy(stream));
+  return rep.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return kl::bench::guarded_main([&] { return run(argc, argv); });
+}

@@ -1,0 +1,286 @@
+// bench/bench_gemm_bf16.cu — the bf16 tensor-core GEMM ladder (every rung in the table, part 1 and
+// the Hopper rungs) against cuBLAS, same run.
+//
+// C[M,N] = A[M,K] * W[N,K]^T (nn.Linear), bf16 in, fp32 accumulate, bf16 out. Per shape: rotation
+// copies of A and W (fresh random bf16 in [-1, 1)), sized so one rotation of A+W exceeds 3x the L2
+// (for decode shapes that is the weight rotation: W is almost all of it); cuBLAS with fp32 output
+// into Ref, itself checked against a CPU double product on 256 sampled entries (corners included);
+// then the cuBLAS bf16 row (impl "cublas", timed), every selected rung (supports()? poison C,
+// launch, compare all of C with Ref, time) and the "auto" row. Decode rows (M <= 64) always report
+// the back-to-back rate too (graph_ms). Rung 00 is skipped above 4096^3 worth of FLOPs unless
+// --variant names it; rows are capped to a time budget (noted as iters_capped) unless named.
+// FLOPs 2MNK; minimum DRAM bytes 2(MK + NK + MN).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/cublas_ref.h"
+#include "bench/harness.h"
+#include "kernels/gemm_bf16/gemm_bf16.h"
+
+namespace {
+
+using namespace kl;
+using namespace kl::bench;
+using bf16 = __nv_bfloat16;
+
+const std::vector<std::string> kDims = {"M", "N", "K"};
+const std::vector<std::string> kDefaultShapes = {
+    "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x11008x4096",
+    "4096x4096x11008",
+    // decode: M tokens against the 7B projections, weights rotated past L2
+    "1x4096x4096", "16x4096x4096", "32x4096x4096", "64x4096x4096", "1x11008x4096",
+    "16x11008x4096", "32x11008x4096", "64x11008x4096", "1x4096x11008", "16x4096x11008",
+    "32x4096x11008", "64x4096x11008",
+    // odd: ragged M and N tails (N, K multiples of 8 as the family requires)
+    "1000x1000x1024", "4097x1016x520"};
+const std::vector<std::string> kQuickShapes = {"1024x1024x1024", "4096x4096x4096", "16x4096x4096",
+                                               "1000x1000x1024"};
+
+// bf16 output of an fp32-accumulated product: one bf16 rounding (2^-9 relative) dominates;
+// the fp32 summation-order difference is far below abs at these K.
+Tolerance bf16_out_tolerance() { return Tolerance{1e-3, 1e-2, 5e-3}; }
+// cuBLAS fp32-out vs CPU double: fp32 accumulation only (inputs in [-1, 1): |C| ~ sqrt(K/9)).
+Tolerance f32_out_tolerance(int K) { return Tolerance{1e-5 + 2e-7 * K, 1e-4, 1e-5}; }
+
+double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  KL_CHECK(cudaEventCreate(&a));
+  KL_CHECK(cudaEventCreate(&b));
+  KL_CHECK(cudaEventRecord(a, s));
+  f();
+  KL_CHECK(cudaEventRecord(b, s));
+  KL_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
+  KL_CHECK(cudaEventDestroy(a));
+  KL_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// Iterations so one row takes about `budget_s` (at least 10), unless the user named the rung.
+Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung, Row* row) {
+  Options c = o;
+  if (explicit_rung || single_ms <= 0) return c;
+  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
+  if (want < o.iters) {
+    c.iters = std::max(10, want);
+    c.warmup = std::min(o.warmup, std::max(2, c.iters / 10));
+    row->notes["iters_capped"] = std::to_string(c.iters);
+  }
+  return c;
+}
+
+// One bf16 row of a device matrix, widened (for the sampled CPU reference).
+std::vector<double> row_as_double(const bf16* dev_row, int n) {
+  std::vector<uint16_t> h(n);
+  KL_CHECK(cudaMemcpy(h.data(), dev_row, 2 * size_t(n), cudaMemcpyDeviceToHost));
+  std::vector<double> out(n);
+  for (int i = 0; i < n; ++i) out[i] = bf16_bits_to_float(h[i]);
+  return out;
+}
+
+int run(int argc, char** argv) {
+  Options o = parse_cli(argc, argv, "bench_gemm_bf16",
+                        "MxNxK or M=..,N=..,K=.. (C[M,N] = A[M,K] * W[N,K]^T, bf16; N, K % 8 == 0)");
+  if (o.list) {
+    print_rungs(gemm_bf16_rungs(), "gemm_bf16 rungs (bf16 C = A * W^T, fp32 accumulate)");
+    return 0;
+  }
+  for (DType t : o.dtypes)
+    KL_REQUIRE(t == DType::bf16, "bench_gemm_bf16: only --dtype bf16 (this is the bf16 GEMM family)");
+  if (o.quick) o.iters = std::min(o.iters, 20);
+  bool want_auto = false;
+  auto rungs = select_rungs(gemm_bf16_rungs(), o.variant, &want_auto);
+  const bool all = o.variant.find("all") != std::string::npos;
+  std::vector<std::string> shapes =
+      o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes) : o.shapes;
+  std::vector<Shape> parsed;
+  for (const auto& s : shapes) {
+    Shape sh = parse_shape(s, kDims);
+    for (const auto& d : sh.dims)
+      KL_REQUIRE(d.second > 0 && d.second <= 0x7fffffffLL,
+                 "bench_gemm_bf16: " << d.first << " must be in 1..2^31-1 (shape " << s << ")");
+    KL_REQUIRE(sh["N"] % 8 == 0 && sh["K"] % 8 == 0,
+               "bench_gemm_bf16: N and K must be multiples of 8 (shape " << s << ")");
+    parsed.push_back(sh);
+  }
+
+  const DeviceInfo& dev = device_info();
+  print_banner(dev);
+  Reporter rep(o, dev);
+  Stream stream;
+
+  for (const Shape& sh : parsed) {
+    const int M = static_cast<int>(sh["M"]), N = static_cast<int>(sh["N"]),
+              K = static_cast<int>(sh["K"]);
+    const bool decode = M <= 64;
+    const size_t nA = size_t(M) * K, nW = size_t(N) * K, nC = size_t(M) * N;
+    const size_t set_bytes = 2 * (nA + nW);  // decode: ~ the weight bytes
+    const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+    const bool l2res = is_l2_resident(set_bytes, copies, dev);
+    const uint64_t seed = run_seed(o);
+    DeviceBuffer dA(2 * nA * copies), dW(2 * nW * copies), dC(2 * nC), dRef(4 * nC);
+    const size_t ws_bytes = gemm_bf16_workspace_bytes(M, N, K, dev);
+    DeviceBuffer dWs(std::max<size_t>(ws_bytes, 256));
+    // Zeroed once when allocated; never cleared between launches (rung 04's epoch flags).
+    KL_CHECK(cudaMemsetAsync(dWs.ptr, 0, dWs.bytes, stream));
+    fill_uniform(dA.ptr, nA, DType::bf16, seed, -1.f, 1.f, stream);
+    fill_uniform(dW.ptr, nW, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    replicate(dA.ptr, 2 * nA, copies);
+    replicate(dW.ptr, 2 * nW, copies);
+    auto args_for = [&](int i, bf16* c) {
+      GemmBf16Args a;
+      a.A = dA.as<bf16>() + (i % copies) * nA;
+      a.W = dW.as<bf16>() + (i % copies) * nW;
+      a.C = c;
+      a.M = M;
+      a.N = N;
+      a.K = K;
+      a.workspace = dWs.ptr;
+      a.workspace_bytes = dWs.bytes;
+      return a;
+    };
+    const Tolerance tol = bf16_out_tolerance();
+    const double flops = 2.0 * M * N * K;
+    const double bytes = 2.0 * (double(nA) + nW + nC);
+    auto base_row = [&]() {
+      Row r;
+      r.family = "gemm_bf16";
+      r.op = "gemm";
+      r.dtype = "bf16";
+      r.shape = sh;
+      r.flops = flops;
+      r.bytes = bytes;
+      r.l2_resident = l2res;
+      r.copies = copies;
+      r.seed = seed;
+      r.tol = tol;
+      return r;
+    };
+
+    // ---- reference: cuBLAS fp32-out, checked against a CPU double product on 256 samples.
+    poison(dRef.ptr, 4 * nC, stream);
+    cublas_gemm_bf16_f32out(dA.as<bf16>(), dW.as<bf16>(), dRef.as<float>(), M, N, K, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> ref = download_as_float(dRef.ptr, nC, DType::f32);
+    {
+      std::mt19937_64 rng(seed);
+      std::vector<size_t> idx;
+      std::vector<double> want;
+      for (int s = 0; s < 256; ++s) {
+        const int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
+        const int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
+        std::vector<double> a = row_as_double(dA.as<bf16>() + size_t(i) * K, K);
+        std::vector<double> w = row_as_double(dW.as<bf16>() + size_t(j) * K, K);
+        double acc = 0;
+        for (int k = 0; k < K; ++k) acc += a[k] * w[k];
+        idx.push_back(size_t(i) * N + j);
+        want.push_back(acc);
+      }
+      ErrStats e = compare_at(ref.data(), want.data(), idx, f32_out_tolerance(K));
+      if (!e.ok) {
+        Row r = base_row();
+        r.impl = "cublas";
+        r.variant_name = "cublas_gemm_bf16_f32out";
+        r.err = e;
+        r.tol = f32_out_tolerance(K);
+        rep.fail(r, "cuBLAS fp32-out disagrees with the CPU double product on sampled entries");
+        continue;  // no trustworthy reference for this shape
+      }
+    }
+
+    // ---- the timed reference row: cuBLAS bf16 out (validated against the fp32-out product too).
+    {
+      Row r = base_row();
+      r.impl = "cublas";
+      r.variant = -1;
+      r.variant_name = "cublas";
+      r.change = "cublasGemmEx bf16, fp32 compute, 32 MiB workspace";
+      poison(dC.ptr, 2 * nC, stream);
+      auto one = [&](int i) {
+        GemmBf16Args a = args_for(i, dC.as<bf16>());
+        cublas_gemm_bf16(a.A, a.W, a.C, M, N, K, stream);
+      };
+      const double ms = launch_ms_once([&] { one(0); }, stream);
+      std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
+      r.err = compare(got.data(), ref.data(), nC, tol);
+      r.validated = r.err.ok;
+      r.notes["validated_against"] = "cublas_f32out";
+      if (!r.err.ok) {
+        rep.fail(r, "cuBLAS bf16-out differs from its fp32-out product");
+      } else {
+        Options c = capped(o, ms, 0.8, false, &r);
+        r.t = time_launches(one, c, stream, decode);
+        rep.emit(r);
+      }
+    }
+
+    // ---- rungs and the entry point.
+    auto run_one = [&](const Rung<GemmBf16Args>* rung, bool is_auto) {
+      Row r = base_row();
+      const Rung<GemmBf16Args>* use = rung;
+      GemmBf16Args a0 = args_for(0, dC.as<bf16>());
+      if (is_auto) {
+        use = gemm_bf16_pick(a0, dev);
+        r.variant = -1;
+        r.variant_name = "auto";
+        r.change = "the entry point: the best supported rung for the shape";
+        if (!use) {
+          rep.skip("auto " + sh.str(), "no rung supports the shape");
+          return;
+        }
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%02d", use->number);
+        r.notes["picked"] = buf;
+      } else {
+        r.variant = rung->number;
+        r.variant_name = rung->name;
+        r.change = rung->change;
+        const std::string why = rung->supports(a0, dev);
+        if (!why.empty()) {
+          rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(), why);
+          return;
+        }
+        const bool named = !all;  // --variant named this rung explicitly
+        if (rung->number == 0 && flops > 2.0 * 4096.0 * 4096.0 * 4096.0 && !named) {
+          rep.skip("rung 0 " + sh.str(),
+                   "WMMA from global is too slow above 4096^3 for the default run; use --variant 0");
+          return;
+        }
+      }
+      poison(dC.ptr, 2 * nC, stream);
+      auto launch = [&](int i) {
+        GemmBf16Args a = args_for(i, dC.as<bf16>());
+        if (is_auto) gemm_bf16(a, stream);
+        else use->launch(a, stream);
+      };
+      const double ms = launch_ms_once([&] { launch(0); }, stream);
+      std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
+      r.err = compare(got.data(), ref.data(), nC, tol);
+      r.validated = r.err.ok;
+      r.notes["validated_against"] = "cublas_f32out";
+      if (!r.err.ok) {
+        rep.fail(r, "differs from the cuBLAS fp32-out product");
+        return;
+      }
+      const bool top = is_auto || rung->number >= 3;
+      Options c = capped(o, ms, top ? 0.8 : 0.3, !is_auto && !all, &r);
+      r.t = time_launches(launch, c, stream, decode);
+      rep.emit(r);
+    };
+    for (const auto* rung : rungs) run_one(rung, false);
+    if (want_auto) run_one(nullptr, true);
+  }
+  return rep.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return kl::bench::guarded_main([&] { return run(argc, argv); });
+}

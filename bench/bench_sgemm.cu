@@ -1,0 +1,248 @@
+// bench/bench_sgemm.cu — the fp32 GEMM ladder against cuBLAS SGEMM (TF32 off), same run.
+//
+// Per shape: rotation copies of A and B (fresh random values in [-1, 1)), cuBLAS into Cref, cuBLAS
+// itself checked against a CPU double product on 256 sampled (i, j), then every selected rung:
+// supports()? poison C, launch, compare all of C with Cref, time. Slow rungs (00-02) are skipped
+// above 4096^3 worth of FLOPs unless --variant names them, and every row's iterations are capped
+// so it takes about a second (noted as iters_capped) unless --variant names the rung.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/cublas_ref.h"
+#include "bench/harness.h"
+#include "kernels/sgemm/sgemm.h"
+
+namespace {
+
+using namespace kl;
+using namespace kl::bench;
+
+const std::vector<std::string> kDims = {"M", "N", "K"};
+const std::vector<std::string> kDefaultShapes = {
+    "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192",
+    "4096x11008x4096", "4096x4096x11008", "1000x1000x1000", "4097x1023x515"};
+const std::vector<std::string> kQuickShapes = {"1024x1024x1024", "1000x1000x1000",
+                                               "4096x4096x4096"};
+
+// fp32 GEMM of two different summation orders: the error grows with K (inputs in [-1, 1): partial
+// sums ~ sqrt(K)/sqrt(3), rounding ~ eps * K/3 per element). A wrong element is off by O(sqrt(K)).
+Tolerance gemm_tolerance(int K) {
+  Tolerance t;
+  t.abs = 1e-5 + 2e-6 * K;
+  t.rel = 1e-4;
+  t.rel_l2 = 5e-5;
+  return t;
+}
+
+double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  KL_CHECK(cudaEventCreate(&a));
+  KL_CHECK(cudaEventCreate(&b));
+  KL_CHECK(cudaEventRecord(a, s));
+  f();
+  KL_CHECK(cudaEventRecord(b, s));
+  KL_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
+  KL_CHECK(cudaEventDestroy(a));
+  KL_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// Iterations so one row takes about `budget_s` (at least 5), unless the user named the rung.
+Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung,
+               Row* row) {
+  Options c = o;
+  if (explicit_rung || single_ms <= 0) return c;
+  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
+  if (want < o.iters) {
+    c.iters = std::max(5, want);
+    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
+    row->notes["iters_capped"] = std::to_string(c.iters);
+  }
+  return c;
+}
+
+int run(int argc, char** argv) {
+  Options o = parse_cli(argc, argv, "bench_sgemm",
+                        "MxNxK or M=..,N=..,K=.. (row-major C[M,N] = A[M,K] * B[K,N])");
+  if (o.list) {
+    print_rungs(sgemm_rungs(), "sgemm rungs (fp32 C = A * B, row-major)");
+    return 0;
+  }
+  for (DType t : o.dtypes)
+    KL_REQUIRE(t == DType::f32, "bench_sgemm: only --dtype f32 (this is the fp32 GEMM family)");
+  if (o.quick) o.iters = std::min(o.iters, 20);
+  bool want_auto = false;
+  auto rungs = select_rungs(sgemm_rungs(), o.variant, &want_auto);
+  const bool all = o.variant.find("all") != std::string::npos;
+  const bool want_cublas = true;  // the reference row is always timed (every ratio is same-run)
+  std::vector<std::string> shapes = o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes)
+                                                      : o.shapes;
+  std::vector<Shape> parsed;
+  for (const auto& s : shapes) {
+    Shape sh = parse_shape(s, kDims);
+    for (const auto& d : sh.dims)
+      KL_REQUIRE(d.second > 0 && d.second <= 0x7fffffffLL,
+                 "bench_sgemm: " << d.first << " must be in 1..2^31-1 (shape " << s << ")");
+    parsed.push_back(sh);
+  }
+
+  const DeviceInfo& dev = device_info();
+  print_banner(dev);
+  Reporter rep(o, dev);
+  cudaStream_t stream;
+  KL_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  for (const Shape& sh : parsed) {
+    const int M = static_cast<int>(sh["M"]), N = static_cast<int>(sh["N"]),
+              K = static_cast<int>(sh["K"]);
+    const size_t nA = size_t(M) * K, nB = size_t(K) * N, nC = size_t(M) * N;
+    const size_t set_bytes = 4 * (nA + nB);
+    const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+    const bool l2res = is_l2_resident(set_bytes, copies, dev);
+    const uint64_t seed = run_seed(o);
+    DeviceBuffer dA(4 * nA * copies), dB(4 * nB * copies), dC(4 * nC), dRef(4 * nC);
+    fill_uniform(dA.ptr, nA, DType::f32, seed, -1.f, 1.f, stream);
+    fill_uniform(dB.ptr, nB, DType::f32, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    replicate(dA.ptr, 4 * nA, copies);
+    replicate(dB.ptr, 4 * nB, copies);
+    auto args_for = [&](int i, float* c) {
+      SgemmArgs a;
+      a.A = dA.as<float>() + (i % copies) * nA;
+      a.B = dB.as<float>() + (i % copies) * nB;
+      a.C = c;
+      a.M = M;
+      a.N = N;
+      a.K = K;
+      return a;
+    };
+    const Tolerance tol = gemm_tolerance(K);
+    const double flops = 2.0 * M * N * K;
+    const double bytes = 4.0 * (double(nA) + nB + nC);
+    auto base_row = [&]() {
+      Row r;
+      r.family = "sgemm";
+      r.op = "sgemm";
+      r.dtype = "f32";
+      r.shape = sh;
+      r.flops = flops;
+      r.bytes = bytes;
+      r.l2_resident = l2res;
+      r.copies = copies;
+      r.seed = seed;
+      r.tol = tol;
+      return r;
+    };
+
+    // ---- reference: cuBLAS, checked against a CPU double product on 256 sampled entries.
+    poison(dRef.ptr, 4 * nC, stream);
+    cublas_sgemm(dA.as<float>(), dB.as<float>(), dRef.as<float>(), M, N, K, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    std::vector<float> ref = download_as_float(dRef.ptr, nC, DType::f32);
+    {
+      std::vector<float> hA = download_as_float(dA.ptr, nA, DType::f32);
+      std::vector<float> hB = download_as_float(dB.ptr, nB, DType::f32);
+      std::mt19937_64 rng(seed);
+      std::vector<size_t> idx;
+      std::vector<double> want;
+      for (int s = 0; s < 256; ++s) {
+        // Always include the corners (tail tiles), then random entries.
+        int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
+        int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
+        idx.push_back(size_t(i) * N + j);
+        want.push_back(sgemm_reference_at(hA.data(), hB.data(), M, N, K, i, j));
+      }
+      Row r = base_row();
+      r.impl = "cublas";
+      r.variant = -1;
+      r.variant_name = "cublas_sgemm";
+      r.change = "cuBLAS SGEMM, pedantic math (TF32 off)";
+      r.err = compare_at(ref.data(), want.data(), idx, tol);
+      r.validated = r.err.ok;
+      r.notes["validated_against"] = "cpu_double_256_samples";
+      if (!r.err.ok) {
+        rep.fail(r, "cuBLAS disagrees with the CPU double product on sampled entries");
+      } else if (want_cublas) {
+        auto one = [&](int i) {
+          SgemmArgs a = args_for(i, dC.as<float>());
+          cublas_sgemm(a.A, a.B, a.C, M, N, K, stream);
+        };
+        double ms = launch_ms_once([&] { one(0); }, stream);
+        Options c = capped(o, ms, 1.5, false, &r);
+        r.t = time_launches(one, c, stream);
+        rep.emit(r);
+      }
+    }
+
+    // ---- rungs and the entry point.
+    auto run_one = [&](const Rung<SgemmArgs>* rung, bool is_auto) {
+      Row r = base_row();
+      const Rung<SgemmArgs>* use = rung;
+      SgemmArgs a0 = args_for(0, dC.as<float>());
+      if (is_auto) {
+        use = sgemm_pick(a0, dev);
+        r.variant = -1;
+        r.variant_name = "auto";
+        r.change = "the entry point: the best supported rung for the shape";
+        if (!use) {
+          rep.skip("auto " + sh.str(), "no rung supports the shape");
+          return;
+        }
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%02d", use->number);
+        r.notes["picked"] = buf;
+      } else {
+        r.variant = rung->number;
+        r.variant_name = rung->name;
+        r.change = rung->change;
+        std::string why = rung->supports(a0, dev);
+        if (!why.empty()) {
+          rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(), why);
+          return;
+        }
+        const bool named = !all;  // --variant named this rung explicitly
+        if (rung->number <= 2 && flops > 2.0 * 4096.0 * 4096.0 * 4096.0 && !named) {
+          rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(),
+                   "too slow for the default run; use --variant");
+          return;
+        }
+      }
+      poison(dC.ptr, 4 * nC, stream);
+      auto launch = [&](int i) {
+        SgemmArgs a = args_for(i, dC.as<float>());
+        if (is_auto) sgemm(a, stream);
+        else use->launch(a, stream);
+      };
+      double ms = launch_ms_once([&] { launch(0); }, stream);
+      std::vector<float> got = download_as_float(dC.ptr, nC, DType::f32);
+      r.err = compare(got.data(), ref.data(), nC, tol);
+      r.validated = r.err.ok;
+      r.notes["validated_against"] = "cublas";
+      if (!r.err.ok) {
+        rep.fail(r, "differs from cuBLAS SGEMM");
+        return;
+      }
+      const bool top = is_auto || rung->number >= 7;
+      Options c = capped(o, ms, top ? 1.5 : 0.4, !is_auto && !all, &r);
+      r.t = time_launches(launch, c, stream);
+      rep.emit(r);
+    };
+    for (const auto* rung : rungs) run_one(rung, false);
+    if (want_auto) run_one(nullptr, true);
+  }
+  KL_CHECK(cudaStreamDestroy(stream));
+  return rep.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return kl::bench::guarded_main([&] { return run(argc, argv); });
+}

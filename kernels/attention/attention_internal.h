@@ -1,0 +1,31 @@
+// kernels/attention/attention_internal.h — what the attention rung files share (host side):
+// the argument checks every rung starts from, the rung launchers the table in attention.cu names,
+// and the split-KV plan of rung 03 (attention_workspace_bytes() sizes its workspace).
+#pragma once
+#include <string>
+
+#include "attention/attention.h"
+
+namespace kl {
+
+// Shape/pointer/alignment/arch checks shared by every rung ("" = fine, else the reason):
+// non-null 16-byte-aligned Q/K/V/O, D in {64, 128}, positive dims, Hq % Hkv == 0, Sq <= Skv,
+// scale >= 0 and finite, cc >= 8.0.
+std::string attention_common_supports(const AttentionArgs& a, const DeviceInfo& d);
+// 1/sqrt(D) unless a.scale > 0, times log2(e): the exponent factor of the exp2 softmax.
+float attention_scale_log2(const AttentionArgs& a);
+// True when rung 03 treats the shape as decode (few queries against a long KV cache).
+inline bool attention_is_decode(const AttentionArgs& a) { return a.Sq <= 16; }
+
+std::string attn00_supports(const AttentionArgs& a, const DeviceInfo& d);
+void attn00_launch(const AttentionArgs& a, cudaStream_t s);
+std::string attn01_supports(const AttentionArgs& a, const DeviceInfo& d);
+void attn01_launch(const AttentionArgs& a, cudaStream_t s);
+std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d);
+void attn02_launch(const AttentionArgs& a, cudaStream_t s);
+std::string attn03_supports(const AttentionArgs& a, const DeviceInfo& d);
+void attn03_launch(const AttentionArgs& a, cudaStream_t s);
+// Workspace rung 03 would use on this shape with an unlimited workspace (0 if it would not split).
+size_t attn03_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
+
+}  // namespace kl

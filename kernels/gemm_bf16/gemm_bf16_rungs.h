@@ -1,0 +1,34 @@
+// kernels/gemm_bf16/gemm_bf16_rungs.h — internal: the part-1 rungs' supports/launch functions (the
+// table in gemm_bf16.cu lists them) and helpers shared by the rung files. Not a public header.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "gemm_bf16/gemm_bf16.h"
+
+namespace kl::gemm_bf16_detail {
+
+#define KL_GEMM_BF16_RUNG(NN)                                                   \
+  std::string rung##NN##_supports(const GemmBf16Args& a, const DeviceInfo& d);  \
+  void rung##NN##_launch(const GemmBf16Args& a, cudaStream_t s);
+KL_GEMM_BF16_RUNG(00)
+KL_GEMM_BF16_RUNG(01)
+KL_GEMM_BF16_RUNG(02)
+KL_GEMM_BF16_RUNG(03)
+KL_GEMM_BF16_RUNG(04)
+#undef KL_GEMM_BF16_RUNG
+
+// Shape / pointer checks every part-1 rung shares: M, N, K > 0; N and K multiples of 8 (one
+// 16-byte chunk); A, W, C 16-byte aligned. "" = fine, else the reason.
+std::string basic_supports(const GemmBf16Args& a);
+
+// Resident CTAs per SM of kernel `fn` at (threads, dynamic smem); sets the >48 KB opt-in
+// attribute first. Cached per (fn, device): after the first call it makes no CUDA API calls, so
+// launches stay capturable in a CUDA graph.
+int occupancy(const void* fn, int threads, int smem_bytes, const DeviceInfo& d);
+
+// Workspace rung 04 (Stream-K) needs for this shape: flags + one fp32 partial tile per CTA.
+size_t streamk_workspace_bytes(int M, int N, int K, const DeviceInfo& d);
+
+}  // namespace kl::gemm_bf16_detail

@@ -1,0 +1,41 @@
+// Rung 01 — coalesced indexing.
+//
+// Change from 00: threadIdx.x walks N instead of M. A warp now reads 32 consecutive floats of a
+// row of B (one 128-byte line), one broadcast float of A, and writes 32 consecutive floats of C.
+// Same arithmetic, same number of loads; only the mapping of lanes to elements moved.
+// Any M, N, K (bounds-checked).
+// Measured (H200): pending
+#include "sgemm_internal.h"
+
+namespace kl::sgemm_detail {
+
+namespace {
+constexpr int kTile = 32;  // 32x32 threads, one C element each
+
+__global__ void __launch_bounds__(kTile* kTile)
+    sgemm_coalesced_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                           float* __restrict__ C, int M, int N, int K) {
+  const int n = blockIdx.x * kTile + threadIdx.x;  // lanes -> consecutive columns
+  const int m = blockIdx.y * kTile + threadIdx.y;
+  if (m >= M || n >= N) return;
+  const float* a = A + static_cast<size_t>(m) * K;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc = fmaf(a[k], B[static_cast<size_t>(k) * N + n], acc);
+  C[static_cast<size_t>(m) * N + n] = acc;
+}
+}  // namespace
+
+std::string supports_01(const SgemmArgs& a, const DeviceInfo&) {
+  std::string why = sgemm_check_args(a);
+  if (!why.empty()) return why;
+  return check_grid(a, kTile, kTile);
+}
+
+void launch_01(const SgemmArgs& a, cudaStream_t s) {
+  dim3 block(kTile, kTile);
+  dim3 grid(static_cast<unsigned>(ceil_div(a.N, kTile)), static_cast<unsigned>(ceil_div(a.M, kTile)));
+  sgemm_coalesced_kernel<<<grid, block, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  KL_CHECK_LAUNCH();
+}
+
+}  // namespace kl::sgemm_detail

@@ -1,0 +1,66 @@
+// tests/test_cpu_gemm_bf16.cpp — what the bf16 GEMM family decides without a GPU: the table's
+// numbering, and refusals with a reason (shape, alignment, compute capability) that never touch the
+// device (every part-1 supports() checks these before anything that queries the card).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "kernels/gemm_bf16/gemm_bf16.h"
+
+namespace {
+
+using namespace kl;
+
+DeviceInfo fake_h200() {
+  DeviceInfo d;
+  d.name = "fake H200";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sms = 132;
+  d.smem_optin = 232448;
+  d.smem_per_sm = 233472;
+  return d;
+}
+
+GemmBf16Args args(int M, int N, int K, uintptr_t a = 256, uintptr_t w = 512, uintptr_t c = 1024) {
+  GemmBf16Args x;
+  x.A = reinterpret_cast<const __nv_bfloat16*>(a);  // never dereferenced: refusals only
+  x.W = reinterpret_cast<const __nv_bfloat16*>(w);
+  x.C = reinterpret_cast<__nv_bfloat16*>(c);
+  x.M = M;
+  x.N = N;
+  x.K = K;
+  return x;
+}
+
+TEST(GemmBf16Cpu, TableNumbersAndNames) {
+  const auto& t = gemm_bf16_rungs();
+  ASSERT_GE(t.size(), 5u);
+  for (size_t i = 0; i < t.size(); ++i) {
+    EXPECT_EQ(t[i].number, static_cast<int>(i)) << "rungs are numbered in ladder order";
+    for (size_t j = 0; j < i; ++j) EXPECT_STRNE(t[i].name, t[j].name);
+  }
+}
+
+TEST(GemmBf16Cpu, RefusesBadShapesWithReason) {
+  const DeviceInfo d = fake_h200();
+  for (int r = 0; r <= 4; ++r) {
+    const auto& rung = gemm_bf16_rungs()[r];
+    EXPECT_NE(rung.supports(args(64, 64, 60), d).find("multiple of 8"), std::string::npos) << r;
+    EXPECT_NE(rung.supports(args(64, 60, 64), d).find("multiple of 8"), std::string::npos) << r;
+    EXPECT_NE(rung.supports(args(0, 64, 64), d).find("positive"), std::string::npos) << r;
+    EXPECT_NE(rung.supports(args(64, 64, 64, 258), d).find("aligned"), std::string::npos) << r;
+    EXPECT_NE(rung.supports(args(64, 64, 64, 256, 520), d).find("aligned"), std::string::npos) << r;
+    DeviceInfo old = d;
+    old.cc_major = 7;
+    old.cc_minor = 5;
+    EXPECT_NE(rung.supports(args(64, 64, 64), old).find("sm_80"), std::string::npos) << r;
+  }
+  // Rung 00 (WMMA straight from global) needs whole 16x16 fragments.
+  EXPECT_NE(gemm_bf16_rungs()[0].supports(args(200, 136, 72), d).find("16"), std::string::npos);
+  EXPECT_EQ(gemm_bf16_rungs()[0].supports(args(64, 64, 64), d), "");
+  EXPECT_EQ(gemm_bf16_rungs()[1].supports(args(200, 136, 72), d), "");
+}
+
+}  // namespace

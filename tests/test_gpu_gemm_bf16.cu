@@ -1,0 +1,276 @@
+// tests/test_gpu_gemm_bf16.cu — the bf16 GEMM ladder, part 1 (rungs 00-04) and the entry point.
+//
+// Every part-1 rung on small shapes with ragged tails against a CPU double product of the same
+// bf16 inputs; Stream-K bitwise identical across repeated launches (also replayed from a CUDA
+// graph, also with the workspace reused across shapes); refusals with a reason; the entry point on
+// odd shapes. Messages name the rung, the shape and the first bad element.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kernels/common/dtype.h"
+#include "tests/gpu_test.h"
+
+namespace {
+
+using namespace kl;
+using bf16 = __nv_bfloat16;
+
+struct Shape3 {
+  int M, N, K;
+};
+std::string str(const Shape3& s) {
+  return std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
+}
+
+// Host inputs (bf16 bits), the device copies, and the CPU double product.
+struct Problem {
+  Shape3 s;
+  std::vector<uint16_t> hA, hW;
+  bf16 *A = nullptr, *W = nullptr, *C = nullptr;
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
+  explicit Problem(Shape3 sh, uint64_t seed = 1) : s(sh) {
+    std::mt19937_64 rng(seed * 7919 + sh.M * 131 + sh.N * 17 + sh.K);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    hA.resize(size_t(s.M) * s.K);
+    hW.resize(size_t(s.N) * s.K);
+    for (auto& v : hA) v = float_to_bf16_bits(u(rng));
+    for (auto& v : hW) v = float_to_bf16_bits(u(rng));
+    EXPECT_EQ(cudaMalloc(&A, 2 * hA.size()), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&W, 2 * hW.size()), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&C, 2 * size_t(s.M) * s.N), cudaSuccess);
+    cudaMemcpy(A, hA.data(), 2 * hA.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(W, hW.data(), 2 * hW.size(), cudaMemcpyHostToDevice);
+    ws_bytes = gemm_bf16_workspace_bytes(s.M, s.N, s.K, device_info());
+    if (ws_bytes) {
+      EXPECT_EQ(cudaMalloc(&ws, ws_bytes), cudaSuccess);
+      cudaMemset(ws, 0, ws_bytes);  // once, at allocation; never between launches
+    }
+  }
+  ~Problem() {
+    cudaFree(A);
+    cudaFree(W);
+    cudaFree(C);
+    if (ws) cudaFree(ws);
+  }
+  GemmBf16Args args() const {
+    GemmBf16Args a;
+    a.A = A;
+    a.W = W;
+    a.C = C;
+    a.M = s.M;
+    a.N = s.N;
+    a.K = s.K;
+    a.workspace = ws;
+    a.workspace_bytes = ws_bytes;
+    return a;
+  }
+  double ref(int i, int j) const {
+    double acc = 0;
+    const uint16_t* a = hA.data() + size_t(i) * s.K;
+    const uint16_t* w = hW.data() + size_t(j) * s.K;
+    for (int k = 0; k < s.K; ++k) acc += double(bf16_bits_to_float(a[k])) * bf16_bits_to_float(w[k]);
+    return acc;
+  }
+  void poison() { cudaMemset(C, 0xFF, 2 * size_t(s.M) * s.N); }
+  std::vector<uint16_t> download() const {
+    std::vector<uint16_t> h(size_t(s.M) * s.N);
+    cudaMemcpy(h.data(), C, 2 * h.size(), cudaMemcpyDeviceToHost);
+    return h;
+  }
+  // Checks every element (or `samples` random ones when > 0). Returns "" or the first failure.
+  std::string check(int samples = 0) const {
+    std::vector<uint16_t> h = download();
+    std::mt19937 rng(5);
+    const size_t n = samples > 0 ? size_t(samples) : h.size();
+    for (size_t t = 0; t < n; ++t) {
+      size_t e = samples > 0 ? (t < 2 ? (t == 0 ? 0 : h.size() - 1) : rng() % h.size()) : t;
+      const int i = static_cast<int>(e / s.N), j = static_cast<int>(e % s.N);
+      const double want = ref(i, j), got = bf16_bits_to_float(h[e]);
+      // One bf16 rounding of the output (2^-9 relative) plus fp32 accumulation slack.
+      if (!(std::fabs(got - want) <= 2e-3 + 1e-2 * std::fabs(want)))
+        return "C[" + std::to_string(i) + "," + std::to_string(j) + "] = " + std::to_string(got) +
+               ", want " + std::to_string(want);
+    }
+    return "";
+  }
+};
+
+const std::vector<Shape3> kShapes = {
+    {64, 64, 64},   {128, 256, 64}, {200, 136, 72},  {1, 136, 72},  {16, 256, 128},
+    {33, 200, 520}, {1, 64, 4096},  {300, 520, 1024}, {640, 512, 256}, {96, 1024, 2048}};
+
+const std::vector<Rung<GemmBf16Args>>& table() { return gemm_bf16_rungs(); }
+
+TEST(GemmBf16, TableListsPart1InOrder) {
+  const auto& t = table();
+  ASSERT_GE(t.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(t[i].number, i);
+    EXPECT_NE(std::strlen(t[i].name), 0u);
+    EXPECT_NE(std::strlen(t[i].change), 0u);
+  }
+}
+
+TEST(GemmBf16, EveryPart1RungMatchesCpu) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  for (const Shape3& sh : kShapes) {
+    Problem p(sh);
+    for (int r = 0; r <= 4; ++r) {
+      const auto& rung = table()[r];
+      const std::string why = rung.supports(p.args(), d);
+      if (!why.empty()) {
+        // Only rung 00 may refuse these shapes (it needs multiples of 16).
+        EXPECT_EQ(r, 0) << "rung " << r << " refused " << str(sh) << ": " << why;
+        continue;
+      }
+      p.poison();
+      ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << "rung " << r << " " << str(sh);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung " << r << " " << str(sh);
+      const std::string bad = p.check();
+      EXPECT_EQ(bad, "") << "rung " << r << " (" << rung.name << ") on " << str(sh);
+    }
+  }
+}
+
+// Shapes where Stream-K splits tiles (fixup chains of several CTAs) and mixes in whole tiles.
+const std::vector<Shape3> kSplitShapes = {
+    {16, 4096, 4096}, {64, 4096, 1024}, {512, 512, 4096}, {2048, 2048, 512}, {1000, 1016, 1024},
+    {4096, 4096, 128}};  // the last: data-parallel waves plus a Stream-K part on 132 SMs
+
+TEST(GemmBf16, StreamKBitwiseDeterministic) {
+  KL_REQUIRE_GPU();
+  const auto& sk = table()[4];
+  for (const Shape3& sh : kSplitShapes) {
+    Problem p(sh, 3);
+    ASSERT_EQ(sk.supports(p.args(), device_info()), "") << str(sh);
+    p.poison();
+    launch_checked(sk, p.args(), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << str(sh);
+    const std::vector<uint16_t> first = p.download();
+    EXPECT_EQ(p.check(2000), "") << "stream_k on " << str(sh);
+    for (int rep = 0; rep < 4; ++rep) {
+      p.poison();
+      launch_checked(sk, p.args(), nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<uint16_t> again = p.download();
+      size_t diff = 0;
+      for (size_t e = 0; e < again.size(); ++e) diff += again[e] != first[e];
+      EXPECT_EQ(diff, 0u) << "stream_k " << str(sh) << " launch " << rep + 2 << " differs in "
+                          << diff << " elements";
+    }
+  }
+}
+
+TEST(GemmBf16, StreamKWorkspaceReusedAcrossShapes) {
+  KL_REQUIRE_GPU();
+  const auto& sk = table()[4];
+  // One workspace, large enough for all, shared by shapes with different schedules.
+  size_t need = 0;
+  for (const Shape3& sh : kSplitShapes)
+    need = std::max(need, gemm_bf16_workspace_bytes(sh.M, sh.N, sh.K, device_info()));
+  void* ws = nullptr;
+  ASSERT_EQ(cudaMalloc(&ws, need), cudaSuccess);
+  cudaMemset(ws, 0, need);
+  for (int round = 0; round < 2; ++round)
+    for (const Shape3& sh : kSplitShapes) {
+      Problem p(sh, 4);
+      GemmBf16Args a = p.args();
+      a.workspace = ws;
+      a.workspace_bytes = need;
+      p.poison();
+      launch_checked(sk, a, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(p.check(1000), "") << "stream_k, shared workspace, " << str(sh) << " round " << round;
+    }
+  cudaFree(ws);
+}
+
+TEST(GemmBf16, StreamKGraphReplayMatchesDirect) {
+  KL_REQUIRE_GPU();
+  const auto& sk = table()[4];
+  Problem p({16, 4096, 4096}, 6);
+  launch_checked(sk, p.args(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint16_t> direct = p.download();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  // A graph of ONE launch replayed several times: the same epoch every replay. The owners'
+  // flag resets must still make every replay wait for its own partials.
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  sk.launch(p.args(), s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  for (int rep = 0; rep < 5; ++rep) {
+    p.poison();
+    ASSERT_EQ(cudaGraphLaunch(ge, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    EXPECT_TRUE(p.download() == direct) << "graph replay " << rep << " differs from the direct launch";
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+}
+
+TEST(GemmBf16, RefusesUnsupportedWithReason) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  Problem p({64, 64, 64});
+  GemmBf16Args bad_k = p.args();
+  bad_k.K = 60;  // not a multiple of 8
+  GemmBf16Args bad_n = p.args();
+  bad_n.N = 60;
+  GemmBf16Args misaligned = p.args();
+  misaligned.A = p.A + 1;  // 2-byte offset
+  GemmBf16Args no_ws = p.args();
+  no_ws.workspace = nullptr;
+  no_ws.workspace_bytes = 0;
+  for (int r = 0; r <= 4; ++r) {
+    const auto& rung = table()[r];
+    EXPECT_NE(rung.supports(bad_k, d).find("multiple"), std::string::npos) << "rung " << r;
+    EXPECT_NE(rung.supports(bad_n, d).find("multiple"), std::string::npos) << "rung " << r;
+    EXPECT_NE(rung.supports(misaligned, d).find("aligned"), std::string::npos) << "rung " << r;
+    EXPECT_THROW(launch_checked(rung, bad_k, nullptr), BadArgument) << "rung " << r;
+  }
+  EXPECT_NE(table()[4].supports(no_ws, d).find("workspace"), std::string::npos);
+  EXPECT_THROW(gemm_bf16(bad_k, nullptr), BadArgument);
+  EXPECT_THROW(gemm_bf16(misaligned, nullptr), BadArgument);
+  try {
+    gemm_bf16(bad_k, nullptr);
+  } catch (const BadArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple of 8"), std::string::npos) << e.what();
+  }
+  // Without a workspace the entry point still computes (falls back to a rung that needs none).
+  p.poison();
+  ASSERT_NO_THROW(gemm_bf16(no_ws, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(p.check(), "");
+}
+
+TEST(GemmBf16, EntryPointOddShapes) {
+  KL_REQUIRE_GPU();
+  const std::vector<Shape3> odd = {{1000, 1000, 1024}, {4097, 1016, 520}, {1, 8, 8},
+                                   {7, 24, 16},        {65, 4104, 136},   {129, 264, 8}};
+  for (const Shape3& sh : odd) {
+    Problem p(sh, 2);
+    const Rung<GemmBf16Args>* r = gemm_bf16_pick(p.args(), device_info());
+    ASSERT_NE(r, nullptr) << str(sh);
+    p.poison();
+    ASSERT_NO_THROW(gemm_bf16(p.args(), nullptr)) << str(sh);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << str(sh);
+    const size_t n = size_t(sh.M) * sh.N;
+    EXPECT_EQ(p.check(n > 300000 ? 3000 : 0), "") << "auto (rung " << r->number << ") on " << str(sh);
+  }
+}
+
+}  // namespace

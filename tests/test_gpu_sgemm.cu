@@ -1,0 +1,204 @@
+// tests/test_gpu_sgemm.cu — every sgemm rung against a CPU double product on small shapes
+// (including non-multiples of every tile where the rung supports them), the entry point on odd
+// shapes and misaligned pointers, launch refusals, determinism.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/common/check.h"
+#include "kernels/sgemm/sgemm.h"
+#include "tests/gpu_test.h"
+
+namespace {
+
+using kl::SgemmArgs;
+
+struct Dims {
+  int M, N, K;
+};
+std::string str(const Dims& d) {
+  std::ostringstream s;
+  s << d.M << "x" << d.N << "x" << d.K;
+  return s.str();
+}
+
+// Device copies of random A, B in [-1, 1) and a NaN-poisoned C; `offset` floats of misalignment.
+struct Problem {
+  Dims d;
+  std::vector<float> A, B;
+  float *dA = nullptr, *dB = nullptr, *dC = nullptr;
+  int offset;
+  Problem(Dims dims, uint64_t seed, int off = 0) : d(dims), offset(off) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    A.resize(size_t(d.M) * d.K);
+    B.resize(size_t(d.K) * d.N);
+    for (auto& x : A) x = u(rng);
+    for (auto& x : B) x = u(rng);
+    KL_CHECK(cudaMalloc(&dA, 4 * (A.size() + off)));
+    KL_CHECK(cudaMalloc(&dB, 4 * (B.size() + off)));
+    KL_CHECK(cudaMalloc(&dC, 4 * (size_t(d.M) * d.N + off)));
+    KL_CHECK(cudaMemcpy(dA + off, A.data(), 4 * A.size(), cudaMemcpyHostToDevice));
+    KL_CHECK(cudaMemcpy(dB + off, B.data(), 4 * B.size(), cudaMemcpyHostToDevice));
+    poison();
+  }
+  ~Problem() {
+    cudaFree(dA);
+    cudaFree(dB);
+    cudaFree(dC);
+  }
+  void poison() { KL_CHECK(cudaMemset(dC, 0xFF, 4 * (size_t(d.M) * d.N + offset))); }
+  SgemmArgs args() const {
+    SgemmArgs a;
+    a.A = dA + offset;
+    a.B = dB + offset;
+    a.C = dC + offset;
+    a.M = d.M;
+    a.N = d.N;
+    a.K = d.K;
+    return a;
+  }
+  std::vector<float> result() const {
+    std::vector<float> c(size_t(d.M) * d.N);
+    KL_CHECK(cudaDeviceSynchronize());
+    KL_CHECK(cudaMemcpy(c.data(), dC + offset, 4 * c.size(), cudaMemcpyDeviceToHost));
+    return c;
+  }
+};
+
+double tol(const Dims& d, double ref) { return 1e-5 + 2e-6 * d.K + 1e-4 * std::fabs(ref); }
+
+// Full comparison with the CPU double product; reports the first few bad elements by (i, j).
+::testing::AssertionResult matches_full(const Problem& p, const std::vector<float>& got) {
+  std::vector<double> ref(got.size());
+  kl::sgemm_reference(p.A.data(), p.B.data(), ref.data(), p.d.M, p.d.N, p.d.K);
+  size_t bad = 0;
+  std::ostringstream s;
+  for (int i = 0; i < p.d.M; ++i)
+    for (int j = 0; j < p.d.N; ++j) {
+      const size_t k = size_t(i) * p.d.N + j;
+      if (!(std::fabs(got[k] - ref[k]) <= tol(p.d, ref[k]))) {
+        if (bad < 5) s << " C[" << i << "," << j << "]=" << got[k] << " want " << ref[k] << ";";
+        ++bad;
+      }
+    }
+  if (!bad) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << str(p.d) << ": " << bad << " of " << got.size()
+                                       << " elements wrong:" << s.str();
+}
+
+// Sampled comparison (corners + 256 random entries) for shapes too big for a full CPU product.
+::testing::AssertionResult matches_sampled(const Problem& p, const std::vector<float>& got) {
+  std::mt19937_64 rng(7);
+  std::ostringstream s;
+  size_t bad = 0;
+  for (int t = 0; t < 260; ++t) {
+    int i = t == 0 || t == 1 ? 0 : t == 2 || t == 3 ? p.d.M - 1 : int(rng() % p.d.M);
+    int j = t == 0 || t == 2 ? 0 : t == 1 || t == 3 ? p.d.N - 1 : int(rng() % p.d.N);
+    double r = kl::sgemm_reference_at(p.A.data(), p.B.data(), p.d.M, p.d.N, p.d.K, i, j);
+    float g = got[size_t(i) * p.d.N + j];
+    if (!(std::fabs(g - r) <= tol(p.d, r))) {
+      if (bad < 5) s << " C[" << i << "," << j << "]=" << g << " want " << r << ";";
+      ++bad;
+    }
+  }
+  if (!bad) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << str(p.d) << ": " << bad << " of 260 sampled wrong:"
+                                       << s.str();
+}
+
+// Small shapes: the brief's three (non-multiples of every tile, a multiple of 128), one that every
+// fixed-tile rung takes (multiple of 256 x 128 x 8), one tile exactly, and rung-08 tails.
+const std::vector<Dims> kShapes = {{67, 129, 31},  {128, 128, 128}, {257, 255, 100},
+                                   {512, 256, 72}, {256, 128, 8},   {1, 1, 1},
+                                   {300, 260, 36}, {33, 1023, 515}, {255, 127, 9},
+                                   {100, 132, 20}};
+
+TEST(SgemmGpu, EveryRungSmallShapes) {
+  KL_REQUIRE_GPU();
+  const auto& dev = kl::device_info();
+  int ran = 0;
+  for (const auto& r : kl::sgemm_rungs()) {
+    for (const Dims& d : kShapes) {
+      Problem p(d, 1000 + r.number * 31 + d.M);
+      const std::string why = r.supports(p.args(), dev);
+      if (!why.empty()) continue;  // refusals are checked below and in test_cpu_sgemm
+      SCOPED_TRACE("rung " + std::to_string(r.number) + " (" + r.name + ") " + str(d));
+      kl::launch_checked(r, p.args(), nullptr);
+      KL_CHECK(cudaGetLastError());
+      EXPECT_TRUE(matches_full(p, p.result()));
+      ++ran;
+    }
+    // Every rung takes at least the all-multiples shape.
+    Problem p({512, 256, 72}, 5);
+    EXPECT_EQ(r.supports(p.args(), dev), "") << "rung " << r.number;
+  }
+  EXPECT_GT(ran, 40);
+}
+
+TEST(SgemmGpu, MisalignedPointersTakeTheScalarPath) {
+  KL_REQUIRE_GPU();
+  const auto& dev = kl::device_info();
+  const auto& r8 = kl::sgemm_rungs()[8];
+  for (const Dims& d : {Dims{256, 128, 64}, Dims{67, 129, 31}, Dims{300, 260, 36}}) {
+    Problem p(d, 77 + d.K, /*offset floats=*/1);
+    ASSERT_EQ(r8.supports(p.args(), dev), "");
+    SCOPED_TRACE("rung 08 misaligned " + str(d));
+    kl::launch_checked(r8, p.args(), nullptr);
+    EXPECT_TRUE(matches_full(p, p.result()));
+    // The float4 / cp.async rungs refuse it.
+    EXPECT_NE(kl::sgemm_rungs()[7].supports(p.args(), dev), "");
+    EXPECT_NE(kl::sgemm_rungs()[9].supports(p.args(), dev), "");
+  }
+}
+
+TEST(SgemmGpu, EntryPointOddShapes) {
+  KL_REQUIRE_GPU();
+  for (const Dims& d : {Dims{67, 129, 31}, Dims{257, 255, 100}, Dims{3, 5, 7}, Dims{1, 4096, 1}}) {
+    Problem p(d, 11 + d.N);
+    kl::sgemm(p.args(), nullptr);
+    EXPECT_TRUE(matches_full(p, p.result()));
+  }
+  for (const Dims& d : {Dims{1000, 1000, 1000}, Dims{4097, 1023, 515}, Dims{1024, 1024, 1024}}) {
+    Problem p(d, 13 + d.M);
+    kl::sgemm(p.args(), nullptr);
+    EXPECT_TRUE(matches_sampled(p, p.result()));
+  }
+  Problem p({129, 67, 200}, 17, /*offset floats=*/3);
+  kl::sgemm(p.args(), nullptr);
+  EXPECT_TRUE(matches_full(p, p.result()));
+}
+
+TEST(SgemmGpu, RefusesWithoutLaunching) {
+  KL_REQUIRE_GPU();
+  const auto& t = kl::sgemm_rungs();
+  Problem p({67, 129, 31}, 3);
+  for (int r = 3; r <= 7; ++r)
+    EXPECT_THROW(kl::launch_checked(t[r], p.args(), nullptr), kl::BadArgument) << "rung " << r;
+  // Nothing was written: C is still the poison.
+  std::vector<float> c = p.result();
+  for (float x : c) ASSERT_TRUE(std::isnan(x));
+  SgemmArgs bad = p.args();
+  bad.K = 0;
+  EXPECT_THROW(kl::sgemm(bad, nullptr), kl::BadArgument);
+}
+
+TEST(SgemmGpu, TopRungsDeterministic) {
+  KL_REQUIRE_GPU();
+  for (int r : {8, 9}) {
+    Problem p({300, 260, 136}, 21);
+    kl::launch_checked(kl::sgemm_rungs()[r], p.args(), nullptr);
+    std::vector<float> c1 = p.result();
+    p.poison();
+    kl::launch_checked(kl::sgemm_rungs()[r], p.args(), nullptr);
+    std::vector<float> c2 = p.result();
+    ASSERT_EQ(c1.size(), c2.size());
+    for (size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(c1[i], c2[i]) << "rung " << r << " element " << i;
+  }
+}
+
+}  // namespace
