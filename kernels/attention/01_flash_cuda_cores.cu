@@ -11,6 +11,7 @@
 // heaviest first (blockIdx.y reversed) so the long causal tiles do not end up in the last wave.
 // What limits it: fp32 FMA issue and shared-memory loads (1 LDS per 2.7 FMA in QK^T), no tensor cores.
 // Measured (H200): pending
+#include <cstdint>
 #include <cuda_bf16.h>
 
 #include "attention/attention_internal.h"

@@ -6,6 +6,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -1,0 +1,258 @@
+// bench/rowops_bench.h — the driver shared by bench_swiglu and bench_softmax (elementwise / row ops
+// over rows x cols with 1 or 2 inputs and one output of the same storage type).
+//
+// Per shape and dtype: rotation copies of the inputs (fresh uniform values, never zeros), the CPU
+// double reference on the downloaded (storage-rounded) inputs, then a cudaMemcpy D2D row moving
+// the same byte count (bytes/2 read + bytes/2 written), every selected rung (supports()? poison y,
+// launch, download, full comparison, time) and the "auto" row. Rows whose single launch is slow
+// have their iterations capped to about `budget` seconds (notes.iters_capped) unless --variant
+// named the rung. Used by exactly two benches; launch_ms_once/capped mirror bench_sgemm's and could
+// move into the harness.
+#pragma once
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench/harness.h"
+
+namespace kl::bench::rowops {
+
+inline double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  KL_CHECK(cudaEventCreate(&a));
+  KL_CHECK(cudaEventCreate(&b));
+  KL_CHECK(cudaEventRecord(a, s));
+  f();
+  KL_CHECK(cudaEventRecord(b, s));
+  KL_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
+  KL_CHECK(cudaEventDestroy(a));
+  KL_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+// Iterations so one row takes about `budget_s` (at least 5), unless the user named the rung.
+inline Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung,
+                      Row* row) {
+  Options c = o;
+  if (explicit_rung || single_ms <= 0) return c;
+  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
+  if (want < o.iters) {
+    c.iters = std::max(5, want);
+    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
+    row->notes["iters_capped"] = std::to_string(c.iters);
+  }
+  return c;
+}
+
+// f(begin, end) over [0, n) split across the host's cores (CPU references of 100M+ elements).
+inline void parallel_for(long long n, const std::function<void(long long, long long)>& f) {
+  const int t = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
+  const long long per = (n + t - 1) / t;
+  std::vector<std::thread> ts;
+  for (int i = 0; i < t; ++i) {
+    const long long b = i * per, e = std::min(n, b + per);
+    if (b < e) ts.emplace_back(f, b, e);
+  }
+  for (auto& th : ts) th.join();
+}
+
+struct DefaultShape {
+  std::string shape;
+  std::vector<DType> dtypes;
+};
+
+template <class Args>
+struct Spec {
+  std::string family, op, shape_help;
+  int n_inputs = 1;                                  // 1 (softmax) or 2 (swiglu)
+  std::vector<std::pair<float, float>> ranges;       // uniform [lo, hi) per input
+  std::vector<DefaultShape> shapes, quick_shapes;
+  const std::vector<Rung<Args>>* rungs = nullptr;
+  std::function<Args(const void* const* in, void* out, int rows, int cols, DType t)> make;
+  std::function<void(const Args&, cudaStream_t)> entry;
+  std::function<const Rung<Args>*(const Args&, const DeviceInfo&)> pick;
+  // Reference over rows [r0, r1): inputs (floats, full tensors), output doubles (full tensor).
+  std::function<void(const std::vector<const float*>& in, double* ref, long long r0, long long r1,
+                     long long cols)>
+      reference;
+  std::function<double(long long, long long)> flops;
+  std::function<double(long long, long long, DType)> bytes;
+  int slow_rung_max = -1;          // rungs <= this get the short time budget
+  std::string list_title;
+};
+
+template <class Args>
+int run(int argc, char** argv, const Spec<Args>& sp) {
+  Options o = parse_cli(argc, argv, "bench_" + sp.family, sp.shape_help);
+  if (o.list) {
+    print_rungs(*sp.rungs, sp.list_title);
+    return 0;
+  }
+  if (o.quick) o.iters = std::min(o.iters, 20);
+  bool want_auto = false;
+  auto rungs = select_rungs(*sp.rungs, o.variant, &want_auto);
+  const bool all = o.variant.find("all") != std::string::npos;
+  std::vector<std::pair<Shape, std::vector<DType>>> work;
+  if (o.shapes.empty()) {
+    for (const auto& d : o.quick ? sp.quick_shapes : sp.shapes)
+      work.push_back({parse_shape(d.shape, {"rows", "cols"}), o.dtypes.empty() ? d.dtypes : o.dtypes});
+  } else {
+    for (const auto& s : o.shapes)
+      work.push_back({parse_shape(s, {"rows", "cols"}),
+                      o.dtypes.empty() ? std::vector<DType>{DType::f32, DType::bf16} : o.dtypes});
+  }
+  for (const auto& w : work) {
+    KL_REQUIRE(w.first["rows"] >= 1 && w.first["rows"] <= 0x7fffffffLL && w.first["cols"] >= 1 &&
+                   w.first["cols"] <= 0x7fffffffLL,
+               "bench_" << sp.family << ": rows and cols must be in 1..2^31-1 (" << w.first.str()
+                        << ")");
+    KL_REQUIRE(w.first["rows"] * w.first["cols"] <= (1LL << 34),
+               "bench_" << sp.family << ": shape too large (" << w.first.str() << ")");
+  }
+
+  const DeviceInfo& dev = device_info();
+  print_banner(dev);
+  Reporter rep(o, dev);
+  cudaStream_t stream;
+  KL_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  for (const auto& w : work) {
+    const Shape& sh = w.first;
+    const int rows = static_cast<int>(sh["rows"]), cols = static_cast<int>(sh["cols"]);
+    const size_t n = size_t(rows) * cols;
+    for (DType t : w.second) {
+      const size_t tensor = n * dtype_size(t);
+      // Inputs of one copy lie together: [in0 | in1], each slot padded to 256 bytes (aligned).
+      const size_t tslot = (tensor + 255) / 256 * 256;
+      const size_t set_bytes = tslot * sp.n_inputs;
+      const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+      const bool l2res = is_l2_resident(set_bytes, copies, dev);
+      const uint64_t seed = run_seed(o);
+      DeviceBuffer sets(set_bytes * copies);
+      for (int k = 0; k < sp.n_inputs; ++k)
+        fill_uniform(static_cast<char*>(sets.ptr) + k * tslot, n, t,
+                     seed + 0x9e3779b97f4a7c15ULL * k, sp.ranges[k].first, sp.ranges[k].second,
+                     stream);
+      KL_CHECK(cudaStreamSynchronize(stream));
+      replicate(sets.ptr, set_bytes, copies);
+      KL_CHECK(cudaDeviceSynchronize());  // D2D copies are async to the host; our stream is non-blocking
+      DeviceBuffer out(tensor);
+      const double bytes = sp.bytes(rows, cols, t), flops = sp.flops(rows, cols);
+      // bytes/2 <= set_bytes: swiglu 1.5 tensors of 2, softmax 1 of 1.
+      DeviceBuffer copy_dst(static_cast<size_t>(bytes / 2));
+
+      // CPU double reference on the rounded inputs the GPU sees.
+      std::vector<std::vector<float>> hin;
+      std::vector<const float*> hp;
+      for (int k = 0; k < sp.n_inputs; ++k)
+        hin.push_back(download_as_float(static_cast<char*>(sets.ptr) + k * tslot, n, t));
+      for (auto& v : hin) hp.push_back(v.data());
+      std::vector<double> ref(n);
+      parallel_for(rows, [&](long long r0, long long r1) { sp.reference(hp, ref.data(), r0, r1, cols); });
+      hin.clear();
+      const Tolerance tol = default_tolerance(t);
+
+      auto args_for = [&](int i) {
+        const void* p[2] = {nullptr, nullptr};
+        for (int k = 0; k < sp.n_inputs; ++k)
+          p[k] = static_cast<const char*>(sets.ptr) + size_t(i % copies) * set_bytes + k * tslot;
+        return sp.make(p, out.ptr, rows, cols, t);
+      };
+      auto base_row = [&]() {
+        Row r;
+        r.family = sp.family;
+        r.op = sp.op;
+        r.dtype = dtype_name(t);
+        r.shape = sh;
+        r.flops = flops;
+        r.bytes = bytes;
+        r.l2_resident = l2res;
+        r.copies = copies;
+        r.seed = seed;
+        r.tol = tol;
+        return r;
+      };
+
+      // ---- reference row: cudaMemcpy D2D moving the same bytes (bytes/2 read, bytes/2 written).
+      {
+        Row r = base_row();
+        r.impl = "cudaMemcpy";
+        r.variant = -1;
+        r.variant_name = "cudaMemcpy";
+        r.change = "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)";
+        r.flops = 0;
+        r.validated = true;
+        r.err.ok = true;
+        r.notes["validated_against"] = "none (copy)";
+        const size_t cb = copy_dst.bytes;
+        auto one = [&](int i) {  // source rotates over the input copies like the op's reads
+          const char* src = static_cast<const char*>(sets.ptr) + size_t(i % copies) * set_bytes;
+          KL_CHECK(cudaMemcpyAsync(copy_dst.ptr, src, cb, cudaMemcpyDeviceToDevice, stream));
+        };
+        r.t = time_launches(one, o, stream);
+        rep.emit(r);
+      }
+
+      auto run_one = [&](const Rung<Args>* rung, bool is_auto) {
+        Row r = base_row();
+        const Rung<Args>* use = rung;
+        const Args a0 = args_for(0);
+        const std::string label = sp.op + " " + dtype_name(t) + " " + sh.str();
+        if (is_auto) {
+          use = sp.pick(a0, dev);
+          r.variant = -1;
+          r.variant_name = "auto";
+          r.change = "the entry point: the best supported rung for the shape";
+          if (!use) {
+            rep.skip("auto " + label, "no rung supports the shape");
+            return;
+          }
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "%02d", use->number);
+          r.notes["picked"] = buf;
+        } else {
+          r.variant = rung->number;
+          r.variant_name = rung->name;
+          r.change = rung->change;
+          const std::string why = rung->supports(a0, dev);
+          if (!why.empty()) {
+            rep.skip("rung " + std::to_string(rung->number) + " " + label, why);
+            return;
+          }
+        }
+        poison(out.ptr, tensor, stream);
+        KL_CHECK(cudaStreamSynchronize(stream));
+        auto launch = [&](int i) {
+          const Args a = args_for(i);
+          if (is_auto) sp.entry(a, stream);
+          else use->launch(a, stream);
+        };
+        const double ms = launch_ms_once([&] { launch(0); }, stream);
+        std::vector<float> got = download_as_float(out.ptr, n, t);
+        r.err = compare(got.data(), ref.data(), n, tol);
+        r.validated = r.err.ok;
+        r.notes["validated_against"] = "cpu_double";
+        if (!r.err.ok) {
+          rep.fail(r, "differs from the CPU double reference");
+          return;
+        }
+        const bool slow = !is_auto && rung->number <= sp.slow_rung_max;
+        Options c = capped(o, ms, slow ? 0.3 : 1.0, !is_auto && !all, &r);
+        r.t = time_launches(launch, c, stream);
+        rep.emit(r);
+      };
+      for (const auto* rung : rungs) run_one(rung, false);
+      if (want_auto) run_one(nullptr, true);
+    }
+  }
+  KL_CHECK(cudaStreamDestroy(stream));
+  return rep.finish();
+}
+
+}  // namespace kl::bench::rowops

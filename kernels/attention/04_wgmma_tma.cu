@@ -1,0 +1,32 @@
+// kernels/attention/04_wgmma_tma.cu — rung 04 (sm_90a): wgmma for both products, TMA for Q/K/V.
+//
+// Change from rung 03 (mma.sync + cp.async): S = Q K^T is a warpgroup MMA (wgmma m64nBNk16) reading
+// Q and K straight from shared memory through 128B-swizzle descriptors, and O += P V is a wgmma
+// with P from registers (the S accumulator re-packed as bf16 A fragments: no shared round trip)
+// and V read N-major (imm-trans-b = 1) from the same swizzled tiles. Q, K, V arrive by TMA
+// (cp.async.bulk.tensor, one thread issues, mbarrier transaction counts signal arrival; ragged
+// tiles are zero-filled by TMA and masked to -inf). CTA = 2 warpgroups x 64 query rows, KV tiles of
+// 128 keys double-buffered; all 256 threads compute, thread 0 refills a stage after a __syncthreads.
+// GQA heads are packed into the M dimension (see hopper_fa.cuh).
+// Why: wgmma issues 64xN x16 per instruction per warpgroup and keeps operands out of registers, the
+// only way to reach Hopper tensor-core rates; TMA removes the address arithmetic of cp.async.
+// Measured (H200): pending
+#include "attention/hopper_fa.cuh"
+#include "attention/hopper_rungs.h"
+
+namespace kl {
+namespace {
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
+using C64 = hattn::Cfg<64, 2, 128, 2, false, false, false, false>;
+using C128 = hattn::Cfg<128, 2, 128, 2, false, false, false, false>;
+}  // namespace
+
+std::string attn_wgmma_tma_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+}
+
+void attn_wgmma_tma_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) hattn::launch<C64>(a, s, false);
+  else hattn::launch<C128>(a, s, false);
+}
+}  // namespace kl

@@ -1,0 +1,27 @@
+// kernels/attention/06_intra_wg_overlap.cu — rung 06 (sm_90a): softmax overlapped with wgmma.
+//
+// Change from rung 05: inside each consumer warpgroup, S(t+1) = Q K_{t+1}^T is issued before
+// O += P(t) V(t), and the softmax of S(t+1) runs (wgmma_wait<1>) while P(t) V(t) is still on the
+// tensor cores; O is rescaled after that wgmma retires. P(t) registers are kept live until then.
+// Why: in rung 05 the tensor cores idle during each softmax (exp2, max, sum: the MUFU/FMA share
+// of the loop); this hides most of it behind the P V product.
+// Measured (H200): pending
+#include "attention/hopper_fa.cuh"
+#include "attention/hopper_rungs.h"
+
+namespace kl {
+namespace {
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, false, false>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, true, false, false>;
+}  // namespace
+
+std::string attn_intra_wg_overlap_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+}
+
+void attn_intra_wg_overlap_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) hattn::launch<C64>(a, s, false);
+  else hattn::launch<C128>(a, s, false);
+}
+}  // namespace kl

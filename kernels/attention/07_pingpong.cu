@@ -1,0 +1,29 @@
+// kernels/attention/07_pingpong.cu — rung 07 (sm_90a): the two consumer warpgroups ping-pong.
+//
+// Change from rung 06: the two consumer warpgroups take turns issuing their wgmma batches, handing
+// a token through two named barriers (bar.sync on its own, bar.arrive on the other's), so that
+// one warpgroup's softmax runs while the other's Q K^T and P V occupy the tensor cores. Rung 06
+// overlaps a warpgroup's softmax only with its own P V; here the exp2/max/sum work of each
+// warpgroup is hidden behind the other's two products as well.
+// Why: at D = 128 the softmax (MUFU exp2 and FMNMX/FADD) is a large share of the issue slots per
+// tile; with both warpgroups in lock-step the tensor cores idle during it.
+// Measured (H200): pending
+#include "attention/hopper_fa.cuh"
+#include "attention/hopper_rungs.h"
+
+namespace kl {
+namespace {
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, false>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, false>;
+}  // namespace
+
+std::string attn_pingpong_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+}
+
+void attn_pingpong_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) hattn::launch<C64>(a, s, false);
+  else hattn::launch<C128>(a, s, false);
+}
+}  // namespace kl

@@ -1,0 +1,39 @@
+// kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
+// attention.cu. Each rung's number, name and one change are written here and nowhere else; the
+// kernels are one template (hopper_fa.cuh) with one more feature switched on per rung.
+#include <algorithm>
+
+#include "attention/hopper_fa.cuh"
+#include "attention/hopper_rungs.h"
+
+namespace kl {
+
+void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
+  t.push_back({4, "wgmma_tma",
+               "wgmma for QK^T (smem) and PV (P from registers), TMA + mbarriers for Q/K/V",
+               attn_wgmma_tma_supports, attn_wgmma_tma_launch});
+  t.push_back({5, "warp_specialized",
+               "producer warpgroup streams K/V through an empty/full mbarrier ring; setmaxnreg",
+               attn_warp_specialized_supports, attn_warp_specialized_launch});
+  t.push_back({6, "intra_wg_overlap",
+               "softmax of tile t+1 overlaps the P V wgmma of tile t inside each warpgroup",
+               attn_intra_wg_overlap_supports, attn_intra_wg_overlap_launch});
+  t.push_back({7, "pingpong",
+               "the two consumer warpgroups alternate wgmma issue (named barriers): one's softmax "
+               "overlaps the other's products",
+               attn_pingpong_supports, attn_pingpong_launch});
+  t.push_back({8, "heaviest_first", "causal row tiles dispatched longest first",
+               attn_heaviest_first_supports, attn_heaviest_first_launch});
+  t.push_back({9, "decode_split_kv",
+               "decode: GQA heads packed in M, KV split across CTAs + log-sum-exp combine",
+               attn_decode_split_kv_supports, attn_decode_split_kv_launch});
+}
+
+size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
+  if (a.Hkv <= 0 || a.Hq % a.Hkv != 0 || (long long)(a.Hq / a.Hkv) * a.Sq > 64) return 0;
+  // Rung 09 never uses more than 128 splits (hattn::launch caps it there).
+  (void)d;
+  return hattn::split_bytes(a, 128);
+}
+
+}  // namespace kl

@@ -1,0 +1,23 @@
+// kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 09_*.cu);
+// hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the decode rung.
+#pragma once
+#include <string>
+
+#include "attention/attention.h"
+
+namespace kl {
+#define KL_ATTN_HOPPER_RUNG(fn)                                              \
+  std::string fn##_supports(const AttentionArgs& a, const DeviceInfo& d); \
+  void fn##_launch(const AttentionArgs& a, cudaStream_t s);
+KL_ATTN_HOPPER_RUNG(attn_wgmma_tma)
+KL_ATTN_HOPPER_RUNG(attn_warp_specialized)
+KL_ATTN_HOPPER_RUNG(attn_intra_wg_overlap)
+KL_ATTN_HOPPER_RUNG(attn_pingpong)
+KL_ATTN_HOPPER_RUNG(attn_heaviest_first)
+KL_ATTN_HOPPER_RUNG(attn_decode_split_kv)
+#undef KL_ATTN_HOPPER_RUNG
+
+// Workspace the decode rung (09) can use for `a` (its partial O and log-sum-exp, fp32): the lead's
+// attention_workspace_bytes() should return at least this. Less workspace = fewer splits.
+size_t attention_hopper_workspace_bytes(const AttentionArgs& shape_only, const DeviceInfo& d);
+}  // namespace kl

@@ -1,0 +1,114 @@
+// Rung 06 — warp_specialized: a producer warp feeds a full/empty mbarrier ring, two consumer
+// warpgroups only run wgmma; setmaxnreg moves registers to the consumers; 128x256 tiles.
+//
+// Change from rung 05: roles. In rung 05 every thread waited for TMA and then a __syncthreads
+// per k-block freed the slot, so loads were issued only after the slowest warpgroup finished.
+// Here warpgroup 0 is the producer (one thread issues TMA as soon as a slot's `empty` barrier says
+// both consumers are done with it), warpgroups 1-2 are consumers that wait on `full`, issue four
+// m64n256k16 wgmmas, keep one wgmma batch in flight (wait_group 1) and release the previous slot.
+// No block-wide barrier in the main loop. The producer needs ~40 registers, the consumers 128
+// fp32 accumulators each: setmaxnreg.dec 40 / setmaxnreg.inc 232 rebalances the 64K register file
+// (128*40 + 256*232 = 64512 <= 65536). Tile grows to 128 x 256 (both consumers share the W tile):
+// per k-block 48 KB for 2*128*256*64 FLOPs, halving smem traffic per FLOP vs 128x128.
+// Budget: 4 stages x (16 KB A + 32 KB W) = 192 KB smem; consumers ~168-232 regs, no spills.
+// Barrier rules: full[s] count 1 (producer arrive.expect_tx) + TMA bytes; empty[s] count 8 (lane 0
+// of each consumer warp, after its wgmma_wait proved the reads of slot s are done). Round r of
+// slot s: consumers wait full parity r&1, producer waits empty parity (r&1)^1 (passes at once on
+// round 0).
+// Measured (H200): pending
+#include "gemm_bf16/hopper_gemm.cuh"
+
+namespace kl {
+namespace hopper_gemm {
+namespace {
+
+constexpr int BM = 128, BN = 256, BK = kBK, STAGES = 4, THREADS = 384;
+constexpr int CONSUMER_WARPS = 8;
+constexpr int A_BYTES = BM * BK * 2;  // 16 KB
+constexpr int B_BYTES = BN * BK * 2;  // 32 KB (TMA box 64 x 256: 256 is the box-size limit)
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr size_t SMEM = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+static_assert(BM == 2 * 64 && BN <= 256, "two m64 consumers, n256 wgmma");
+static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
+static_assert(128 * 40 + 256 * 232 <= 65536, "setmaxnreg budget");
+
+__global__ void __launch_bounds__(THREADS, 1)
+    k06(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+        __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = align1024(smem_raw);
+  uint8_t* sA = smem;
+  uint8_t* sB = smem + STAGES * A_BYTES;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + STAGES * STAGE_BYTES);
+  uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int num_k = ceil_div(K, BK);
+
+  if (tid == 0) {
+    tma_prefetch_desc(&tmA);
+    tma_prefetch_desc(&tmW);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], CONSUMER_WARPS);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();  // the last block-wide barrier: roles split below
+
+  if (wg == 0) {
+    // ---------------- producer warpgroup
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      for (int kb = 0; kb < num_k; ++kb) {
+        const int s = kb % STAGES, r = kb / STAGES;
+        mbar_wait(&empty[s], (r & 1) ^ 1);  // slot free (round 0: immediately)
+        mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+        tma_load_2d(sA + s * A_BYTES, &tmA, &full[s], kb * BK, m0);
+        tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, n0);
+      }
+    }
+  } else {
+    // ---------------- consumer warpgroups 1, 2: rows 64(wg-1) .. +63 of the tile, all 256 cols
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1, lane = tid % 32;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    for (int kb = 0; kb < num_k; ++kb) {
+      const int s = kb % STAGES;
+      mbar_wait(&full[s], (kb / STAGES) & 1);
+      const uint64_t da = make_smem_desc_sw128(sA + s * A_BYTES + cw * 64 * 128);
+      const uint64_t db = make_smem_desc_sw128(sB + s * B_BYTES);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
+      wgmma_commit();
+      wgmma_wait<1>();  // batch kb-1 has finished reading its slot
+      if (kb > 0 && lane == 0) mbar_arrive(&empty[(kb - 1) % STAGES]);
+    }
+    wgmma_wait<0>();
+    store_acc_bounded<BN>(acc, C, M, N, m0 + cw * 64, n0, tid % 128);
+  }
+#endif
+}
+
+}  // namespace
+
+std::string supports_06(const GemmBf16Args& a, const DeviceInfo& d) {
+  return tma_gemm_supports(a, d, SMEM);
+}
+
+void launch_06(const GemmBf16Args& a, cudaStream_t s) {
+  const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
+  const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
+  opt_in_smem(reinterpret_cast<const void*>(&k06), SMEM);
+  dim3 grid(ceil_div(a.N, BN), ceil_div(a.M, BM));
+  k06<<<grid, THREADS, SMEM, s>>>(tA, tW, a.C, a.M, a.N, a.K);
+  KL_CHECK_LAUNCH();
+}
+
+}  // namespace hopper_gemm
+}  // namespace kl

@@ -1,0 +1,120 @@
+// kernels/gemm_bf16/hopper_gemm.cuh — pieces shared by the sm_90a rungs (05+): the launcher-facing
+// declarations hopper_rungs.cu puts in the table, the host-side checks and tensor maps, and the
+// device-side epilogue / tile order helpers. Device code needs sm_90a (see common/hopper.cuh).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "common/hopper.cuh"
+#include "common/tma.h"
+#include "gemm_bf16/gemm_bf16.h"
+
+namespace kl {
+namespace hopper_gemm {
+
+constexpr int kBK = 64;  // K per stage: one 128-byte swizzle atom row of bf16 (64 x 2 B)
+
+// ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
+std::string supports_05(const GemmBf16Args& a, const DeviceInfo& d);
+void launch_05(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_06(const GemmBf16Args& a, const DeviceInfo& d);
+void launch_06(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_07(const GemmBf16Args& a, const DeviceInfo& d);
+void launch_07(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_08(const GemmBf16Args& a, const DeviceInfo& d);
+void launch_08(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_09(const GemmBf16Args& a, const DeviceInfo& d);  // cluster multicast
+void launch_09(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_10(const GemmBf16Args& a, const DeviceInfo& d);  // decode (M <= 64)
+void launch_10(const GemmBf16Args& a, cudaStream_t s);
+
+// ---- host helpers (inline: tiny, shared by every Hopper launcher)
+// Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
+// multiples of 8) and 16-byte aligned bases; M, N, K need not be multiples of the tile (TMA
+// zero-fills loads out of bounds, epilogues are bounded or clipped).
+inline std::string tma_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d, size_t smem) {
+  std::string why = require_sm90a(d);
+  if (!why.empty()) return why;
+  if (a.M < 1 || a.N < 1 || a.K < 1) return "M, N, K must be >= 1";
+  if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
+  if (!aligned(a.A, 16) || !aligned(a.W, 16) || !aligned(a.C, 16))
+    return "A, W, C must be 16-byte aligned";
+  if ((long long)smem > d.smem_optin)
+    return "needs " + std::to_string(smem) + " B of shared memory, device allows " +
+           std::to_string(d.smem_optin);
+  if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
+  return "";
+}
+// A [M,K] and W [N,K] as K-major boxes of 64 x rows, 128-byte swizzle (what the wgmma
+// descriptors in hopper.cuh expect).
+inline CUtensorMap map_operand(const __nv_bfloat16* p, int rows, int K, int box_rows) {
+  return make_tensor_map_bf16_2d(p, rows, K, K, box_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per (kernel, device): later launches make
+// no extra API call, so they stay cheap and capturable.
+inline void opt_in_smem(const void* fn, size_t bytes) {
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;
+  int dev = 0;
+  KL_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.insert({fn, dev}).second)
+    KL_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+}
+__host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Rounds a dynamic-smem pointer up to 1024 bytes (128B-swizzle atoms must be 1024-aligned so the
+// descriptor base offset is 0 and TMA's swizzle phase matches wgmma's).
+__device__ __forceinline__ uint8_t* align1024(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
+
+// Bounded register epilogue for a 64 x BN wgmma accumulator (warpgroup-local thread index
+// `t128`): row = 16*warp + lane/4 (+8), col = 8j + 2*(lane%4). N is even, so col < N means the
+// bf16 pair fits; rows/cols past M/N (ragged tiles) are skipped.
+template <int BN>
+__device__ __forceinline__ void store_acc_bounded(const float (&acc)[BN / 2], __nv_bfloat16* C,
+                                                  int M, int N, int row0, int col0, int t128) {
+  const int warp = t128 / 32, lane = t128 % 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = col0 + j * 8 + (lane % 4) * 2;
+    if (c < N) {
+      if (r < M)
+        *reinterpret_cast<__nv_bfloat162*>(C + (size_t)r * N + c) =
+            __floats2bfloat162_rn(acc[4 * j + 0], acc[4 * j + 1]);
+      if (r + 8 < M)
+        *reinterpret_cast<__nv_bfloat162*>(C + (size_t)(r + 8) * N + c) =
+            __floats2bfloat162_rn(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2_hp(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// Grouped ("swizzled") tile order for persistent grids: walks kGroup M-tiles down a column of
+// N-tiles before moving right, so concurrently running CTAs share A rows and W columns in L2.
+template <int kGroup>
+__device__ __forceinline__ void grouped_tile(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = kGroup * tiles_n;
+  const int g = t / per_group;
+  const int first_m = g * kGroup;
+  const int gm = min(tiles_m - first_m, kGroup);  // last group may be short
+  const int in = t % per_group;
+  tm = first_m + in % gm;
+  tn = in / gm;
+}
+#endif
+
+}  // namespace hopper_gemm
+}  // namespace kl

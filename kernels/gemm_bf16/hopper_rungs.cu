@@ -1,0 +1,34 @@
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09) and the decode rung (10) to
+// the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
+// number, name and one change are written here and nowhere else; the kernels live in NN_*.cu.
+//
+// Which rung for which shape (until measured; see docs/gemm_bf16_hopper.md). best_supported()
+// (highest number that supports the shape) already gives this:
+//   M <= 64                -> 10 decode_stream (memory-bound: stream W at the copy roof; any sm_80+)
+//   M > 64 on sm_90a       -> 09 cluster_multicast (persistent, warp-specialized, TMA-store
+//                             epilogue, 2x1 clusters sharing the W tile); 08 if 09 measures slower
+//   elsewhere              -> part 1's best rung
+#include "gemm_bf16/gemm_bf16.h"
+#include "gemm_bf16/hopper_gemm.cuh"
+
+void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& t) {
+  using namespace kl::hopper_gemm;
+  t.push_back({5, "tma_wgmma",
+               "wgmma from 128B-swizzled smem tiles filled by TMA on mbarriers (128x128x64, 4 stages)",
+               supports_05, launch_05});
+  t.push_back({6, "warp_specialized",
+               "producer warp + full/empty mbarrier ring, 2 consumer warpgroups, setmaxnreg, 128x256",
+               supports_06, launch_06});
+  t.push_back({7, "persistent",
+               "persistent grid (1 CTA/SM), grouped L2-friendly tile order, epilogue overlaps next loads",
+               supports_07, launch_07});
+  t.push_back({8, "tma_store_epilogue",
+               "async epilogue: stmatrix to swizzled smem + TMA store (3 stages to fit)",
+               supports_08, launch_08});
+  t.push_back({9, "cluster_multicast",
+               "2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",
+               supports_09, launch_09});
+  t.push_back({10, "decode_stream",
+               "M <= 64 branch: stream W rows (16-byte no-allocate loads) into mma.sync, K split over warps",
+               supports_10, launch_10});
+}

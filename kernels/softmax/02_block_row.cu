@@ -1,0 +1,76 @@
+// Rung 02 — a block (256 threads) per row, with 16-byte vector loads where the rows allow it
+// (16-byte-aligned x/y, cols a multiple of 4 f32 / 8 bf16; scalar otherwise). Each thread keeps
+// an online (max, sum) pair over its elements; the block merges them with two block reductions
+// (max, then the sums rescaled to that max); a second pass writes exp(x - max) / sum.
+//
+// Why: a warp per row leaves a long row (8K-128K elements) to 32 lanes with 1-2 loads in flight
+// each; a block puts 256 threads and 16 bytes per load on it, and wide rows now spread over all
+// SMs even when rows are few. Two changes ride together here (block, vectors) because the block
+// only pays off when each thread moves 16 bytes. Still two reads of the row (the second from L2
+// when the row is small enough) and two exps per element: rung 03 removes both.
+// Measured (H200): pending
+#include "softmax_impl.cuh"
+
+namespace kl::softmax_detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <DType D, int VEC>
+__global__ void __launch_bounds__(kThreads)
+    softmax_block_row(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+                      int cols) {
+  __shared__ float red[group_reduce_smem_floats(kThreads)];  // one partial per warp
+  const typename Elem<D>::T* xr = x + static_cast<long long>(blockIdx.x) * cols;
+  typename Elem<D>::T* yr = y + static_cast<long long>(blockIdx.x) * cols;
+  const int nchunks = cols / VEC;  // VEC divides cols on the vector path
+  Online o;
+  for (int c = threadIdx.x; c < nchunks; c += kThreads) {
+    if constexpr (VEC == 1) {
+      o.add(Elem<D>::load(xr, c));
+    } else {
+      float f[VEC];
+      load_vec<D>(xr + c * VEC, f);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) o.add(f[j]);
+    }
+  }
+  // Merge the 256 pairs: the row max first, then each thread's sum rescaled to it.
+  const float M = block_reduce(o.m, MaxOp{}, red);
+  const float sh = safe_shift(M);
+  const float S = block_reduce(o.s * fast_exp(o.m - sh), SumOp{}, red);  // o.m = -inf -> 0
+  const float inv = safe_inv(S);
+  for (int c = threadIdx.x; c < nchunks; c += kThreads) {  // pass 2 (row mostly in L2 by now)
+    if constexpr (VEC == 1) {
+      Elem<D>::store(yr, c, fast_exp(Elem<D>::load(xr, c) - sh) * inv);
+    } else {
+      float f[VEC];
+      load_vec<D>(xr + c * VEC, f);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) f[j] = fast_exp(f[j] - sh) * inv;
+      store_vec<D>(yr + c * VEC, f);
+    }
+  }
+}
+
+template <DType D>
+void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
+  using T = typename Elem<D>::T;
+  if (a.rows == 0) return;
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  if (vec_ok(a))
+    softmax_block_row<D, Elem<D>::kVec><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
+  else
+    softmax_block_row<D, 1><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
+  KL_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+std::string supports_02(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
+void launch_02(const SoftmaxArgs& a, cudaStream_t s) {
+  a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
+}
+
+}  // namespace kl::softmax_detail

@@ -1,0 +1,65 @@
+// kernels/softmax/softmax.cu — THE table of softmax rungs (number, name, the one change), the entry
+// point, argument checks and the CPU reference. Rung code lives in NN_*.cu.
+#include "softmax.h"
+
+#include <cmath>
+#include <limits>
+
+namespace kl {
+
+const std::vector<Rung<SoftmaxArgs>>& softmax_rungs() {
+  using namespace softmax_detail;
+  static const std::vector<Rung<SoftmaxArgs>> table = {
+      {0, "three_pass", "thread per row: max, sum, write (three reads)", supports_00, launch_00},
+      {1, "warp_online", "warp per row, online (max, sum) pass + write pass", supports_01,
+       launch_01},
+      {2, "block_row", "block per row with 16-byte loads", supports_02, launch_02},
+      {3, "row_in_regs", "row held in registers by 32..1024 threads: one read, exp once",
+       supports_03, launch_03},
+      {4, "rows_per_block", "short rows: 2-8 rows (groups of 32..128) per 256-thread block",
+       supports_04, launch_04},
+      {5, "cluster_split", "row split over a 2..8-CTA cluster, DSMEM max/sum exchange",
+       supports_05, launch_05},
+      {6, "prefetch_next_row", "persistent blocks; next row's loads issued before this row's math",
+       supports_06, launch_06},
+  };
+  return table;
+}
+
+std::string softmax_check_args(const SoftmaxArgs& a) {
+  if (a.rows < 0 || a.cols < 1) return "need rows >= 0 and cols >= 1";
+  if (a.rows > 0 && (!a.x || !a.y)) return "null pointer";
+  if (a.rows > 0 && a.x == a.y) return "in-place (x == y) is not supported";
+  return "";
+}
+
+const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& a, const DeviceInfo& d) {
+  return best_supported(softmax_rungs(), a, d);
+}
+
+void softmax(const SoftmaxArgs& a, cudaStream_t stream) {
+  const std::string why = softmax_check_args(a);
+  KL_REQUIRE(why.empty(), "softmax: " << why);
+  const Rung<SoftmaxArgs>* r = softmax_pick(a, device_info());
+  KL_REQUIRE(r, "softmax: no rung supports rows=" << a.rows << " cols=" << a.cols);
+  r->launch(a, stream);
+}
+
+void softmax_reference(const float* x, double* y, long long rows, long long cols) {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  for (long long r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    double* yr = y + r * cols;
+    double m = ninf;
+    for (long long j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(xr[j]));
+    if (m == ninf) {  // all -inf: the documented result is all zeros
+      for (long long j = 0; j < cols; ++j) yr[j] = 0.0;
+      continue;
+    }
+    double s = 0.0;
+    for (long long j = 0; j < cols; ++j) s += std::exp(static_cast<double>(xr[j]) - m);
+    for (long long j = 0; j < cols; ++j) yr[j] = std::exp(static_cast<double>(xr[j]) - m) / s;
+  }
+}
+
+}  // namespace kl

@@ -1,0 +1,53 @@
+// kernels/swiglu/swiglu.cu — THE table of SwiGLU rungs (number, name, the one change), the entry
+// point, argument checks and the CPU reference. Rung code lives in NN_*.cu.
+#include "swiglu.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace kl {
+
+const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
+  using namespace swiglu_detail;
+  static const std::vector<Rung<SwigluArgs>> table = {
+      {0, "scalar", "one thread per element, scalar loads", supports_00, launch_00},
+      {1, "vec128", "16-byte vector loads/stores, one vector per thread", supports_01, launch_01},
+      {2, "unroll4", "4 vectors per thread, all loads issued before the math", supports_02,
+       launch_02},
+      {3, "stream_hints", "ld.global.nc.L1::no_allocate inputs, st.global.cs output", supports_03,
+       launch_03},
+      {4, "grid_stride", "persistent grid of one resident wave (SMs x occupancy), grid-stride loop",
+       supports_04, launch_04},
+  };
+  return table;
+}
+
+std::string swiglu_check_args(const SwigluArgs& a) {
+  if (a.rows < 0 || a.cols < 1) return "need rows >= 0 and cols >= 1";
+  if (a.rows > 0 && (!a.g || !a.u || !a.y)) return "null pointer";
+  // In place is refused: rungs 03-04 read g and u through the non-coherent (read-only) path.
+  if (a.rows > 0 && (a.y == a.g || a.y == a.u)) return "y must not alias g or u";
+  if (static_cast<long long>(a.rows) * a.cols > (1LL << 38)) return "more than 2^38 elements";
+  return "";
+}
+
+const Rung<SwigluArgs>* swiglu_pick(const SwigluArgs& a, const DeviceInfo& d) {
+  return best_supported(swiglu_rungs(), a, d);
+}
+
+void swiglu(const SwigluArgs& a, cudaStream_t stream) {
+  const std::string why = swiglu_check_args(a);
+  KL_REQUIRE(why.empty(), "swiglu: " << why);
+  const Rung<SwigluArgs>* r = swiglu_pick(a, device_info());
+  KL_REQUIRE(r, "swiglu: no rung supports rows=" << a.rows << " cols=" << a.cols);
+  r->launch(a, stream);
+}
+
+void swiglu_reference(const float* g, const float* u, double* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const double gd = g[i];
+    y[i] = gd / (1.0 + std::exp(-gd)) * static_cast<double>(u[i]);
+  }
+}
+
+}  // namespace kl

@@ -1,0 +1,342 @@
+// tests/test_gpu_gemm_bf16_hopper.cu — the sm_90a GEMM rungs (05-09) and the decode rung (10)
+// against a CPU double product on the same bf16 inputs; shapes from one tile up, every one also
+// ragged (M, N, K not multiples of any tile); the building blocks in isolation (TMA 128B swizzle,
+// one wgmma) so a failure says WHICH layer is wrong; determinism; refusals.
+// On a non-Hopper GPU the Hopper tests skip with the reason supports() gives.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/common/check.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/hopper.cuh"
+#include "kernels/common/tma.h"
+#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "tests/gpu_test.h"
+
+namespace {
+
+using kl::GemmBf16Args;
+
+struct Problem {
+  int M, N, K;
+  uint64_t seed;
+  std::vector<uint16_t> A, W;  // bf16 bits
+  uint16_t *dA = nullptr, *dW = nullptr, *dC = nullptr;
+  Problem(int m, int n, int k, uint64_t sd) : M(m), N(n), K(k), seed(sd) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    A.resize(size_t(M) * K);
+    W.resize(size_t(N) * K);
+    for (auto& x : A) x = kl::float_to_bf16_bits(u(rng));
+    for (auto& x : W) x = kl::float_to_bf16_bits(u(rng));
+    KL_CHECK(cudaMalloc(&dA, A.size() * 2));
+    KL_CHECK(cudaMalloc(&dW, W.size() * 2));
+    KL_CHECK(cudaMalloc(&dC, size_t(M) * N * 2));
+    KL_CHECK(cudaMemcpy(dA, A.data(), A.size() * 2, cudaMemcpyHostToDevice));
+    KL_CHECK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
+  }
+  ~Problem() {
+    cudaFree(dA);
+    cudaFree(dW);
+    cudaFree(dC);
+  }
+  GemmBf16Args args() const {
+    GemmBf16Args a;
+    a.A = reinterpret_cast<const __nv_bfloat16*>(dA);
+    a.W = reinterpret_cast<const __nv_bfloat16*>(dW);
+    a.C = reinterpret_cast<__nv_bfloat16*>(dC);
+    a.M = M, a.N = N, a.K = K;
+    return a;
+  }
+  void poison() { KL_CHECK(cudaMemset(dC, 0xFF, size_t(M) * N * 2)); }  // bf16 0xFFFF = NaN
+  std::vector<uint16_t> result() const {
+    std::vector<uint16_t> c(size_t(M) * N);
+    KL_CHECK(cudaMemcpy(c.data(), dC, c.size() * 2, cudaMemcpyDeviceToHost));
+    return c;
+  }
+  // Compares every entry with the double product. On failure the message names the first bad
+  // entries, how many there are, and which tile rows / columns / 8-wide column groups they hit.
+  // The double product, cached per (shape, seed): several rungs check the same problem.
+  const std::vector<double>& reference() const {
+    static std::map<std::tuple<int, int, int, uint64_t>, std::vector<double>> cache;
+    auto key = std::make_tuple(M, N, K, seed);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    std::vector<float> af(A.size()), wf(W.size());
+    for (size_t i = 0; i < A.size(); ++i) af[i] = kl::bf16_bits_to_float(A[i]);
+    for (size_t i = 0; i < W.size(); ++i) wf[i] = kl::bf16_bits_to_float(W[i]);
+    std::vector<double> ref(size_t(M) * N);
+    for (int r = 0; r < M; ++r)
+      for (int n = 0; n < N; ++n) {
+        double acc = 0;
+        const float* a = &af[size_t(r) * K];
+        const float* w = &wf[size_t(n) * K];
+        for (int k = 0; k < K; ++k) acc += double(a[k]) * double(w[k]);
+        ref[size_t(r) * N + n] = acc;
+      }
+    return cache.emplace(key, std::move(ref)).first->second;
+  }
+  std::string check(const std::vector<uint16_t>& c) const {
+    const std::vector<double>& refs = reference();
+    long long bad = 0;
+    std::ostringstream s;
+    int min_r = M, max_r = -1, min_c = N, max_c = -1;
+    for (int r = 0; r < M; ++r)
+      for (int n = 0; n < N; ++n) {
+        const double ref = refs[size_t(r) * N + n];
+        const float got = kl::bf16_bits_to_float(c[size_t(r) * N + n]);
+        const double tol = 1e-2 * std::fabs(ref) + 2e-3 * std::sqrt(double(K)) + 1e-3;
+        if (!(std::fabs(got - ref) <= tol)) {
+          if (bad < 6) s << "  C[" << r << "][" << n << "] = " << got << ", expected " << ref << "\n";
+          ++bad;
+          min_r = std::min(min_r, r), max_r = std::max(max_r, r);
+          min_c = std::min(min_c, n), max_c = std::max(max_c, n);
+        }
+      }
+    if (!bad) return "";
+    std::ostringstream h;
+    h << M << "x" << N << "x" << K << ": " << bad << " of " << (long long)M * N
+      << " entries wrong; bad rows " << min_r << ".." << max_r << ", bad cols " << min_c << ".."
+      << max_c << "\n"
+      << s.str();
+    return h.str();
+  }
+};
+
+// cudaDeviceSynchronize with a watchdog: a barrier-phase bug deadlocks a kernel forever; rather
+// than hang the whole ctest run, name the rung and shape, and exit.
+void sync_or_die(const std::string& what) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(0);
+    if (e != cudaErrorNotReady) {
+      KL_CHECK(e);
+      KL_CHECK(cudaDeviceSynchronize());
+      return;
+    }
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) {
+      std::fprintf(stderr, "\nHANG: %s did not finish in 20 s (mbarrier phase / arrival count?)\n",
+                   what.c_str());
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+const kl::Rung<GemmBf16Args>* rung(int number) {
+  for (const auto& r : kl::gemm_bf16_rungs())
+    if (r.number == number) return &r;
+  return nullptr;
+}
+
+// Runs rung `num` on a fresh problem; "" = pass, "SKIP: why" = unsupported here, else the failure.
+std::string run_rung(int num, int M, int N, int K, uint64_t seed = 1) {
+  const auto* r = rung(num);
+  if (!r) return "rung " + std::to_string(num) + " missing from gemm_bf16_rungs()";
+  Problem p(M, N, K, seed);
+  std::string why = r->supports(p.args(), kl::device_info());
+  if (!why.empty()) return "SKIP: " + why;
+  p.poison();
+  r->launch(p.args(), 0);
+  sync_or_die("rung " + std::to_string(num) + " (" + r->name + ") at " + std::to_string(M) + "x" +
+              std::to_string(N) + "x" + std::to_string(K));
+  std::string err = p.check(p.result());
+  return err.empty() ? "" : "rung " + std::to_string(num) + " (" + r->name + ") " + err;
+}
+
+bool hopper_here(std::string* why) {
+  *why = kl::require_sm90a(kl::device_info());
+  return why->empty();
+}
+
+// ---------------------------------------------------------------- building blocks
+// TMA: one 128-row x 64-col box of 16-bit ids (id = row*64 + col) loaded with 128B swizzle must land
+// with 16-byte chunk c of row r at chunk c ^ (r % 8): the layout the wgmma descriptors and the
+// stmatrix epilogue assume.
+__global__ void tma_box_kernel(const __grid_constant__ CUtensorMap tm, uint16_t* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __shared__ alignas(1024) uint16_t tile[128 * 64];
+  __shared__ uint64_t bar;
+  if (threadIdx.x == 0) {
+    kl::mbar_init(&bar, 1);
+    kl::fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    kl::mbar_arrive_expect_tx(&bar, sizeof(tile));
+    kl::tma_load_2d(tile, &tm, &bar, 0, 0);
+  }
+  kl::mbar_wait(&bar, 0);
+  for (int i = threadIdx.x; i < 128 * 64; i += blockDim.x) out[i] = tile[i];
+#endif
+}
+
+TEST(GemmBf16Hopper, TmaSwizzle128Layout) {
+  KL_REQUIRE_GPU();
+  std::string why;
+  if (!hopper_here(&why)) GTEST_SKIP() << why;
+  std::vector<uint16_t> ids(128 * 64);
+  for (int i = 0; i < 128 * 64; ++i) ids[i] = uint16_t(i);
+  uint16_t *dIn, *dOut;
+  KL_CHECK(cudaMalloc(&dIn, ids.size() * 2));
+  KL_CHECK(cudaMalloc(&dOut, ids.size() * 2));
+  KL_CHECK(cudaMemcpy(dIn, ids.data(), ids.size() * 2, cudaMemcpyHostToDevice));
+  CUtensorMap tm = kl::make_tensor_map_bf16_2d(dIn, 128, 64, 64, 128, 64, CU_TENSOR_MAP_SWIZZLE_128B);
+  tma_box_kernel<<<1, 128>>>(tm, dOut);
+  KL_CHECK_LAUNCH();
+  sync_or_die("TMA box test kernel");
+  std::vector<uint16_t> out(ids.size());
+  KL_CHECK(cudaMemcpy(out.data(), dOut, out.size() * 2, cudaMemcpyDeviceToHost));
+  cudaFree(dIn);
+  cudaFree(dOut);
+  int bad = 0;
+  std::ostringstream s;
+  for (int r = 0; r < 128; ++r)
+    for (int c = 0; c < 64; ++c) {
+      const int at = r * 64 + (((c / 8) ^ (r % 8)) * 8) + c % 8;
+      if (out[at] != r * 64 + c && bad++ < 5)
+        s << " smem[" << at << "] = " << out[at] << ", expected id " << r * 64 + c << ";";
+    }
+  EXPECT_EQ(bad, 0) << "TMA 128B swizzle layout differs from chunk ^ (row % 8):" << s.str();
+}
+
+// ---------------------------------------------------------------- the rungs, smallest first
+// 05: 128x128 tile. 06-09: 128x256 tile (08-09 TMA-store 64x64 boxes; 09 runs 2-CTA clusters:
+// odd tile counts leave the second CTA of the last pair with an all-out-of-bounds tile).
+class HopperRung : public ::testing::TestWithParam<int> {};
+
+struct Dims {
+  int M, N, K;
+  const char* what;
+};
+// Smallest first: the first failing line says which layer broke (one tile and one k-block =
+// descriptors/swizzle/accumulator layout; few k-blocks = barrier phases; many = ring wrap-around;
+// ragged = OOB fill and bounded/clipped epilogue; more tiles than SMs = persistent scheduling).
+const Dims kHopperShapes[] = {
+    {64, 256, 16, "one tile, K = 16: only the first k16 step has data (descriptor base, SBO, swizzle)"},
+    {64, 256, 64, "one tile, one k-block (adds the +32 B k16 advance inside the swizzle atom)"},
+    {128, 256, 128, "full 128x256 tile, two k-blocks"},
+    {256, 512, 1024, "4 tiles, 16 k-blocks: the stage ring wraps"},
+    {200, 264, 72, "ragged M, N, K (K tail of 8)"},
+    {130, 136, 200, "ragged, K = 3 blocks + 8"},
+    {1, 8, 8, "M = 1, N = K = 8: box far larger than the tensor"},
+    {17, 40, 24, "small odd"},
+    {2126, 2264, 136, "153 tiles of 128x256 > #SMs: persistent CTAs take several tiles"},
+};
+
+TEST_P(HopperRung, ShapesSmallestFirst) {
+  KL_REQUIRE_GPU();
+  for (const Dims& d : kHopperShapes) {
+    std::string e = run_rung(GetParam(), d.M, d.N, d.K);
+    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] " << e;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return "rung0" + std::to_string(i.param);
+                         });
+
+// ---------------------------------------------------------------- decode rung (10)
+TEST(GemmBf16Hopper, DecodeRungShapes) {
+  KL_REQUIRE_GPU();
+  const Dims cases[] = {{1, 32, 32, "one strip, one chunk"},
+                        {1, 264, 72, "N tail, K tail"},
+                        {7, 264, 72, "M < 8"},
+                        {8, 40, 1000, "K not a multiple of 32"},
+                        {17, 1032, 520, "3 activation tiles"},
+                        {33, 96, 4104, "long K, 5 tiles"},
+                        {64, 264, 264, "M = 64, 8 tiles"},
+                        {64, 1024, 1024, "M = 64, 32 strips"},
+                        {1, 4096, 1024, "M = 1, 128 strips"}};
+  for (const Dims& d : cases) {
+    std::string e = run_rung(10, d.M, d.N, d.K);
+    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] " << e;
+  }
+}
+
+// ---------------------------------------------------------------- determinism, refusals
+TEST(GemmBf16Hopper, Deterministic) {
+  KL_REQUIRE_GPU();
+  for (int num : {9, 10}) {
+    const auto* r = rung(num);
+    ASSERT_NE(r, nullptr);
+    Problem p(num == 10 ? 33 : 300, 520, 1000, 7);
+    if (!r->supports(p.args(), kl::device_info()).empty()) continue;
+    r->launch(p.args(), 0);
+    sync_or_die("determinism run 1 of rung " + std::to_string(num));
+    auto c1 = p.result();
+    p.poison();
+    r->launch(p.args(), 0);
+    sync_or_die("determinism run 2 of rung " + std::to_string(num));
+    EXPECT_EQ(c1, p.result()) << "rung " << num << " not bitwise reproducible";
+  }
+}
+
+TEST(GemmBf16Hopper, Refusals) {
+  KL_REQUIRE_GPU();
+  const auto& d = kl::device_info();
+  Problem p(64, 64, 64, 3);
+  for (int num : {5, 6, 7, 8, 9, 10}) {
+    const auto* r = rung(num);
+    ASSERT_NE(r, nullptr) << "rung " << num;
+    GemmBf16Args a = p.args();
+    a.N = 60;  // not a multiple of 8
+    EXPECT_FALSE(r->supports(a, d).empty()) << "rung " << num << " accepted N=60";
+    a = p.args();
+    a.K = 60;
+    EXPECT_FALSE(r->supports(a, d).empty()) << "rung " << num << " accepted K=60";
+    a = p.args();
+    a.A = reinterpret_cast<const __nv_bfloat16*>(p.dA) + 1;  // 2-byte offset
+    EXPECT_FALSE(r->supports(a, d).empty()) << "rung " << num << " accepted misaligned A";
+    if (num >= 5 && num <= 9 && !d.is_hopper())
+      EXPECT_NE(r->supports(p.args(), d).find("sm_90a"), std::string::npos);
+  }
+  GemmBf16Args a = p.args();
+  a.M = 65;
+  EXPECT_FALSE(rung(10)->supports(a, d).empty()) << "decode rung accepted M=65";
+  a = p.args();
+  a.K = 12;
+  EXPECT_THROW(kl::gemm_bf16(a, 0), kl::BadArgument);  // entry point refuses, no launch
+  a = p.args();
+  a.N = 20;
+  EXPECT_THROW(kl::gemm_bf16(a, 0), kl::BadArgument);
+}
+
+// The entry point on shapes each path owns (decode, Hopper ragged): it must compute them.
+TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
+  KL_REQUIRE_GPU();
+  for (auto s : {Dims{5, 264, 72, "decode"}, Dims{200, 264, 72, "hopper"}}) {
+    Problem p(s.M, s.N, s.K, 11);
+    GemmBf16Args a = p.args();
+    size_t wsb = kl::gemm_bf16_workspace_bytes(a.M, a.N, a.K, kl::device_info());
+    void* dws = nullptr;
+    if (wsb) KL_CHECK(cudaMalloc(&dws, wsb));
+    a.workspace = dws, a.workspace_bytes = wsb;
+    const auto* picked = kl::gemm_bf16_pick(a, kl::device_info());
+    ASSERT_NE(picked, nullptr);
+    p.poison();
+    kl::gemm_bf16(a, 0);
+    sync_or_die("gemm_bf16 entry point (picked rung " + std::to_string(picked->number) + ")");
+    std::string e = p.check(p.result());
+    EXPECT_TRUE(e.empty()) << "auto picked rung " << picked->number << ": " << e;
+    if (dws) cudaFree(dws);
+  }
+}
+
+}  // namespace
