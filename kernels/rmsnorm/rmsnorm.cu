@@ -1,0 +1,139 @@
+// kernels/rmsnorm/rmsnorm.cu — the two rung tables (written once, here), argument checks, and the
+// entry points rmsnorm() / add_rmsnorm() that launch the best supported rung for the shape.
+#include "rmsnorm.h"
+
+#include "rmsnorm_internal.h"
+
+namespace kl {
+namespace rmsnorm_detail {
+
+namespace {
+template <class A>
+std::string check_common(const A& a) {
+  if (a.rows <= 0 || a.cols <= 0) return "rows and cols must be positive";
+  if (!a.x || !a.w || !a.y) return "null pointer";
+  if (!(a.eps >= 0.0f)) return "eps must be >= 0";
+  return "";
+}
+int vec_elems(DType t) { return static_cast<int>(16 / dtype_size(t)); }
+}  // namespace
+
+std::string check_args(const RmsnormArgs& a) { return check_common(a); }
+std::string check_args(const AddRmsnormArgs& a) {
+  std::string why = check_common(a);
+  if (why.empty() && !a.r) why = "null pointer (r)";
+  return why;
+}
+bool vec_ok(const RmsnormArgs& a) {
+  return a.cols % vec_elems(a.dtype) == 0 && aligned(a.x, 16) && aligned(a.w, 16) &&
+         aligned(a.y, 16);
+}
+bool vec_ok(const AddRmsnormArgs& a) {
+  return a.cols % vec_elems(a.dtype) == 0 && aligned(a.x, 16) && aligned(a.w, 16) &&
+         aligned(a.y, 16) && aligned(a.r, 16);
+}
+
+}  // namespace rmsnorm_detail
+
+using namespace rmsnorm_detail;
+
+const std::vector<Rung<RmsnormArgs>>& rmsnorm_rungs() {
+  static const std::vector<Rung<RmsnormArgs>> t = {
+      {0, "thread_per_row", "naive: one thread per row, two scalar passes",
+       thread_per_row_supports, thread_per_row_launch},
+      {1, "warp_per_row", "a warp per row, coalesced loads, shuffle reduction",
+       warp_per_row_supports, warp_per_row_launch},
+      {2, "vec128", "128-bit loads and stores (needs cols % (16/elem) == 0, aligned)",
+       vec128_supports, vec128_launch},
+      {3, "block_per_row", "a block per row for wide rows, block reduction", block_per_row_supports,
+       block_per_row_launch},
+      {4, "row_in_registers",
+       "row held in registers by a group of 32..1024 threads sized from cols: DRAM read once",
+       row_in_registers_supports, row_in_registers_launch},
+      {5, "cluster_row",
+       "few or very long rows split over a thread-block cluster, DSMEM reduction",
+       cluster_row_supports, cluster_row_launch},
+      {6, "prefetch_next_row",
+       "persistent groups load their next row while reducing and storing this one (many rows)",
+       prefetch_next_row_supports, prefetch_next_row_launch},
+  };
+  return t;
+}
+
+const std::vector<Rung<AddRmsnormArgs>>& add_rmsnorm_rungs() {
+  static const std::vector<Rung<AddRmsnormArgs>> t = {
+      {0, "thread_per_row", "naive: one thread per row, r += x then a second pass for y",
+       add_thread_per_row_supports, add_thread_per_row_launch},
+      {1, "block_per_row", "a block per row, coalesced loads, block reduction (r re-read)",
+       add_block_per_row_supports, add_block_per_row_launch},
+      {2, "row_in_registers",
+       "r + x held in registers by a group sized from cols: r, x read once, 128-bit accesses",
+       add_row_in_registers_supports, add_row_in_registers_launch},
+      {3, "cluster_row",
+       "few or very long rows split over a thread-block cluster, DSMEM reduction",
+       add_cluster_row_supports, add_cluster_row_launch},
+  };
+  return t;
+}
+
+const Rung<RmsnormArgs>* rmsnorm_pick(const RmsnormArgs& a, const DeviceInfo& d) {
+  return best_supported(rmsnorm_rungs(), a, d);
+}
+const Rung<AddRmsnormArgs>* add_rmsnorm_pick(const AddRmsnormArgs& a, const DeviceInfo& d) {
+  return best_supported(add_rmsnorm_rungs(), a, d);
+}
+
+namespace {
+// The pick depends only on (device, rows, cols, dtype, vec_ok): remember the last one per thread so
+// a loop of launches on one shape skips the supports() walk (host time between short kernels).
+template <class Args>
+struct PickMemo {
+  int dev = -1, rows = 0, cols = 0;
+  DType t = DType::f32;
+  bool vec = false;
+  const Rung<Args>* rung = nullptr;
+};
+template <class Args, class PickFn>
+const Rung<Args>* memo_pick(const Args& a, PickFn pick) {
+  static thread_local PickMemo<Args> m;
+  int dev = 0;
+  KL_CHECK(cudaGetDevice(&dev));
+  const bool vec = vec_ok(a);
+  if (m.rung && m.dev == dev && m.rows == a.rows && m.cols == a.cols && m.t == a.dtype &&
+      m.vec == vec)
+    return m.rung;
+  const Rung<Args>* r = pick(a, device_info());
+  m = PickMemo<Args>{dev, a.rows, a.cols, a.dtype, vec, r};
+  return r;
+}
+}  // namespace
+
+void rmsnorm(const RmsnormArgs& a, cudaStream_t s) {
+  const std::string why = check_args(a);
+  KL_REQUIRE(why.empty(), "rmsnorm: " << why);
+  const auto* r = memo_pick(a, rmsnorm_pick);
+  KL_REQUIRE(r, "rmsnorm: no rung supports rows=" << a.rows << " cols=" << a.cols);
+  r->launch(a, s);
+}
+void add_rmsnorm(const AddRmsnormArgs& a, cudaStream_t s) {
+  const std::string why = check_args(a);
+  KL_REQUIRE(why.empty(), "add_rmsnorm: " << why);
+  const auto* r = memo_pick(a, add_rmsnorm_pick);
+  KL_REQUIRE(r, "add_rmsnorm: no rung supports rows=" << a.rows << " cols=" << a.cols);
+  r->launch(a, s);
+}
+
+double rmsnorm_bytes(const RmsnormArgs& a) {
+  const double n = static_cast<double>(a.rows) * a.cols, es = dtype_size(a.dtype);
+  return (2.0 * n + a.cols) * es;  // x read, y written, w read once
+}
+double add_rmsnorm_bytes(const AddRmsnormArgs& a) {
+  const double n = static_cast<double>(a.rows) * a.cols, es = dtype_size(a.dtype);
+  return (4.0 * n + a.cols) * es;  // x, r read; r, y written; w read once
+}
+double rmsnorm_flops(const RmsnormArgs& a) { return 4.0 * a.rows * static_cast<double>(a.cols); }
+double add_rmsnorm_flops(const AddRmsnormArgs& a) {
+  return 5.0 * a.rows * static_cast<double>(a.cols);
+}
+
+}  // namespace kl
