@@ -5,7 +5,7 @@
 #   scripts/run_all.sh
 #
 # Environment (all optional):
-#   KL_ARCH         CMAKE_CUDA_ARCHITECTURES (default: the project's "90a;120")
+#   KL_ARCH         CMAKE_CUDA_ARCHITECTURES (default: this machine's GPU, e.g. 90a on an H200)
 #   KL_BUILD_DIR    build folder (default: build)
 #   KL_JOBS         parallel build jobs (default: nproc)
 #   KL_RESULTS_DIR  output folder (default: results/<device slug>, e.g. results/h200)
@@ -42,7 +42,7 @@ kl_build
   echo "nvcc=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
   echo "git_commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
   echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "arch=${KL_ARCH:-default}"
+  echo "arch=${KL_ARCH:-$(kl_gpu_arch)}"
 } >"$OUT/env.txt"
 
 # ---- benches: bench_peak first (the roofs), then every family on its default shapes.

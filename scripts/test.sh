@@ -4,13 +4,16 @@
 #   scripts/test.sh            all tests (GPU tests skip, visibly, when no GPU is usable)
 #   scripts/test.sh -L cpu     extra arguments go to ctest (-L cpu, -L gpu, -R regex, ...)
 #
-# Environment (optional): KL_ARCH (CMAKE_CUDA_ARCHITECTURES, default the project's "90a;120"),
-# KL_BUILD_DIR (default build), KL_JOBS (default nproc).
+# Environment (optional): KL_ARCH (CMAKE_CUDA_ARCHITECTURES; default: the architecture of this
+# machine's GPU, or the project's "90a;120" where there is none, as in CI), KL_BUILD_DIR (default
+# build), KL_JOBS (default nproc).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BUILD="${KL_BUILD_DIR:-${KL_BUILD:-build}}"
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 JOBS="${KL_JOBS:-$(nproc)}"
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -19,7 +22,8 @@ fi
 command -v nvcc >/dev/null 2>&1 || { echo "test.sh: error: no nvcc on PATH (install the CUDA 13 toolkit)" >&2; exit 1; }
 
 CMAKE_ARGS=(-S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release)
-if [ -n "${KL_ARCH:-}" ]; then CMAKE_ARGS+=("-DCMAKE_CUDA_ARCHITECTURES=$KL_ARCH"); fi
+ARCH="${KL_ARCH:-$(kl_gpu_arch)}"
+if [ -n "$ARCH" ]; then CMAKE_ARGS+=("-DCMAKE_CUDA_ARCHITECTURES=$ARCH"); fi
 # The script tests (report.py) run with the python3 on PATH, the one that has matplotlib.
 if command -v python3 >/dev/null 2>&1; then
   CMAKE_ARGS+=("-DPython3_EXECUTABLE=$(command -v python3)")
