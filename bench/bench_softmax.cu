@@ -42,5 +42,6 @@ int main(int argc, char** argv) {
   sp.flops = [](long long r, long long c) { return softmax_flops(r, c); };
   sp.bytes = [](long long r, long long c, DType t) { return softmax_bytes(r, c, t); };
   sp.slow_rung_max = 1;  // the thread-per-row and warp-per-row rungs
+  sp.roof_flag = true;
   return guarded_main([&] { return rowops::run(argc, argv, sp); });
 }

@@ -45,5 +45,6 @@ int main(int argc, char** argv) {
   sp.flops = [](long long r, long long c) { return swiglu_flops(r, c); };
   sp.bytes = [](long long r, long long c, DType t) { return swiglu_bytes(r, c, t); };
   sp.slow_rung_max = 0;
+  sp.roof_flag = true;
   return guarded_main([&] { return rowops::run(argc, argv, sp); });
 }

@@ -155,6 +155,7 @@ ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vecto
                     const Tolerance& tol);
 
 // ---------------------------------------------------------------- timing
+struct Row;
 struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int iters = 0;
@@ -171,6 +172,13 @@ void ramp_clocks();
 // The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
 Timing time_launches(const std::function<void(int)>& launch, const Options& o,
                      cudaStream_t s, bool force_graph = false);
+// One launch of `f` between two events, in ms (a first estimate used to size a row's iterations).
+double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
+// `o` with its iterations cut so one row takes about `budget_s` seconds (at least 5 launches), unless
+// the user named the rung (`named`): slow naive rungs then cost seconds, not minutes. A capped row
+// says so in row->notes["iters_capped"].
+Options iters_for_budget(const Options& o, double single_ms, double budget_s, bool named, Row* row);
+
 // Mean SM clock (MHz) NVML reports for the current device right now; NaN if NVML is unavailable.
 double sm_clock_mhz_now();
 

@@ -283,4 +283,31 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
   return t;
 }
 
+double single_launch_ms(const std::function<void()>& f, cudaStream_t s) {
+  cudaEvent_t a, b;
+  KL_CHECK(cudaEventCreate(&a));
+  KL_CHECK(cudaEventCreate(&b));
+  KL_CHECK(cudaEventRecord(a, s));
+  f();
+  KL_CHECK(cudaEventRecord(b, s));
+  KL_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
+  KL_CHECK(cudaEventDestroy(a));
+  KL_CHECK(cudaEventDestroy(b));
+  return ms;
+}
+
+Options iters_for_budget(const Options& o, double single_ms, double budget_s, bool named, Row* row) {
+  Options c = o;
+  if (named || single_ms <= 0) return c;
+  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
+  if (want < o.iters) {
+    c.iters = std::max(5, want);
+    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
+    row->notes["iters_capped"] = std::to_string(c.iters);
+  }
+  return c;
+}
+
 }  // namespace kl::bench

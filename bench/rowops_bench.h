@@ -18,8 +18,29 @@
 #include <vector>
 
 #include "bench/harness.h"
+#include "common/vec.cuh"
 
 namespace kl::bench::rowops {
+
+// ---- DRAM roof probes (rows "roof_read" / "roof_write", only with --roof): the op's input bytes
+// read alone, and its output bytes written alone, each as a one-shot grid of one 16-byte vector per
+// thread (the fastest SwiGLU layout). They bound what any kernel with the op's traffic can do and
+// show the read/write mix effect (the copy roof, 1 read : 1 write, is not the roof of a 2 : 1 op).
+static __global__ void __launch_bounds__(256)
+    roof_read_kernel(const uint4* __restrict__ p, long long nvec, unsigned* sink) {
+  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (i < nvec) {
+    const uint4 v = ld16<Ld::nc_noalloc>(p + i);
+    const unsigned h = v.x ^ v.y ^ v.z ^ v.w;
+    if (h == 0x9e3779b9u) *sink = h;  // (almost) never taken; keeps the load live
+  }
+}
+static __global__ void __launch_bounds__(256) roof_write_kernel(uint4* __restrict__ p, long long nvec) {
+  const long long i = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;
+  if (i < nvec)  // a non-constant pattern (no chance of a compressed or elided write)
+    st16<St::normal>(p + i, make_uint4(static_cast<unsigned>(i), static_cast<unsigned>(i >> 32),
+                                       ~static_cast<unsigned>(i), 0x5bd1e995u));
+}
 
 inline double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
   cudaEvent_t a, b;
@@ -84,12 +105,19 @@ struct Spec {
   std::function<double(long long, long long)> flops;
   std::function<double(long long, long long, DType)> bytes;
   int slow_rung_max = -1;          // rungs <= this get the short time budget
+  bool roof_flag = false;          // offer --roof (read-only / write-only DRAM probe rows)
   std::string list_title;
 };
 
 template <class Args>
 int run(int argc, char** argv, const Spec<Args>& sp) {
-  Options o = parse_cli(argc, argv, "bench_" + sp.family, sp.shape_help);
+  std::vector<ExtraFlag> flags;
+  if (sp.roof_flag)
+    flags.push_back({"roof", false,
+                     "also time the op's input bytes read alone and its output bytes written "
+                     "alone (rows roof_read / roof_write)"});
+  Options o = parse_cli(argc, argv, "bench_" + sp.family, sp.shape_help, flags);
+  const bool roof = o.extra.count("roof") > 0;
   if (o.list) {
     print_rungs(*sp.rungs, sp.list_title);
     return 0;
@@ -197,6 +225,38 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
         };
         r.t = time_launches(one, o, stream);
         rep.emit(r);
+      }
+
+      // ---- roof probes (--roof): read the input set alone, write the output alone.
+      if (roof) {
+        DeviceBuffer sink(sizeof(unsigned));
+        for (int w = 0; w < 2; ++w) {
+          Row r = base_row();
+          r.impl = w == 0 ? "roof_read" : "roof_write";
+          r.variant = -1;
+          r.variant_name = r.impl;
+          const long long nvec = static_cast<long long>(w == 0 ? tslot * sp.n_inputs : tensor) / 16;
+          r.change = w == 0 ? "one-shot 16-byte loads of the op's inputs only (no writes)"
+                            : "one-shot 16-byte stores of the op's output only (no reads)";
+          r.bytes = 16.0 * nvec;
+          r.flops = 0;
+          r.validated = true;
+          r.err.ok = true;
+          r.notes["validated_against"] = "none (probe)";
+          const unsigned blocks = static_cast<unsigned>(std::max(1LL, (nvec + 255) / 256));
+          auto one = [&](int i) {
+            if (w == 0)
+              roof_read_kernel<<<blocks, 256, 0, stream>>>(
+                  reinterpret_cast<const uint4*>(static_cast<const char*>(sets.ptr) +
+                                                 size_t(i % copies) * set_bytes),
+                  nvec, sink.as<unsigned>());
+            else
+              roof_write_kernel<<<blocks, 256, 0, stream>>>(static_cast<uint4*>(out.ptr), nvec);
+            KL_CHECK_LAUNCH();
+          };
+          r.t = time_launches(one, o, stream);
+          rep.emit(r);
+        }
       }
 
       auto run_one = [&](const Rung<Args>* rung, bool is_auto) {

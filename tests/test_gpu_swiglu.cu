@@ -124,7 +124,13 @@ TEST(SwigluGpu, PickAndRefusals) {
   a.dtype = DType::bf16;
   const auto* p = swiglu_pick(a, d);
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->number, swiglu_rungs().back().number);
+  EXPECT_EQ(p->number, swiglu_pick_order().front());  // the measured best vector rung
+  for (int n : swiglu_pick_order()) {  // the order names every rung exactly once
+    int found = 0;
+    for (const auto& r : swiglu_rungs()) found += r.number == n;
+    EXPECT_EQ(found, 1) << "pick order names rung " << n;
+  }
+  EXPECT_EQ(swiglu_pick_order().size(), swiglu_rungs().size());
   a.u = reinterpret_cast<void*>(1026);  // misaligned: only the scalar rung
   p = swiglu_pick(a, d);
   ASSERT_NE(p, nullptr);

@@ -22,6 +22,12 @@ const std::vector<Rung<SoftmaxArgs>>& softmax_rungs() {
        supports_05, launch_05},
       {6, "prefetch_next_row", "persistent blocks; next row's loads issued before this row's math",
        supports_06, launch_06},
+      {7, "one_reduction", "rows in registers (03/04 layouts), one online (max, sum) reduction",
+       supports_07, launch_07},
+      {8, "five_blocks", "8192-wide bf16 rows: compile-time 256-thread group, <= 48 regs (5 blocks/SM)",
+       supports_08, launch_08},
+      {9, "stream_hints", "rungs 07/08 with ld.global.nc.L1::no_allocate x and st.global.cs y",
+       supports_09, launch_09},
   };
   return table;
 }
@@ -33,8 +39,24 @@ std::string softmax_check_args(const SoftmaxArgs& a) {
   return "";
 }
 
+// The pick is an explicit preference order from the H200 measurements (docs/softmax.md), not
+// "highest number". Round 2 (same batch): rung 08 is the fastest on 16384 x 8192 bf16 (0.1332 ms
+// vs 03 0.1337, 07 0.1416) and takes only that row class; rung 07 elsewhere (65536 x 4096 bf16
+// 0.2555 vs 04 0.2607; 4096 x 16384 f32 0.1342 vs 03 0.1360). Rung 09's hints were neutral; it
+// supports what 07 does, so it is never reached. Round 1: rung 06 (persistent + prefetch) was
+// SLOWER than 03/04 on every DRAM shape (0.1580 vs 0.1336 ms on 16384 x 8192 bf16) and rung 05
+// (clusters) slower than 03 wherever 03 fits (1 x 8192, 64 x 8192), so 05 is picked only for rows
+// too long for one block (16 x 131072) and 06 never.
+const std::vector<int>& softmax_pick_order() {
+  static const std::vector<int> order = {8, 7, 9, 4, 3, 5, 6, 2, 1, 0};
+  return order;
+}
+
 const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& a, const DeviceInfo& d) {
-  return best_supported(softmax_rungs(), a, d);
+  for (int n : softmax_pick_order())
+    for (const auto& r : softmax_rungs())
+      if (r.number == n && r.supports(a, d).empty()) return &r;
+  return nullptr;
 }
 
 void softmax(const SoftmaxArgs& a, cudaStream_t stream) {

@@ -36,8 +36,10 @@ const std::vector<Rung<SoftmaxArgs>>& softmax_rungs();
 // rows >= 0, cols >= 1 and non-null pointers is computed (rungs 00-02 take anything); bad arguments
 // throw kl::BadArgument before any launch.
 void softmax(const SoftmaxArgs& args, cudaStream_t stream);
-// The rung softmax() would launch (the bench's "auto" row), or nullptr.
+// The rung softmax() would launch (the bench's "auto" row), or nullptr: the first supported rung
+// of softmax_pick_order() (the measured best first; see softmax.cu).
 const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& args, const DeviceInfo& d);
+const std::vector<int>& softmax_pick_order();
 
 // Checks shared by every rung's supports(): "" or what is wrong with the arguments themselves.
 std::string softmax_check_args(const SoftmaxArgs& a);
@@ -64,6 +66,9 @@ KL_SOFTMAX_RUNG(03)
 KL_SOFTMAX_RUNG(04)
 KL_SOFTMAX_RUNG(05)
 KL_SOFTMAX_RUNG(06)
+KL_SOFTMAX_RUNG(07)
+KL_SOFTMAX_RUNG(08)
+KL_SOFTMAX_RUNG(09)
 #undef KL_SOFTMAX_RUNG
 }  // namespace softmax_detail
 

@@ -18,6 +18,8 @@ const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
        launch_03},
       {4, "grid_stride", "persistent grid of one resident wave (SMs x occupancy), grid-stride loop",
        supports_04, launch_04},
+      {5, "one_shot_hints", "rung 01 (one vector per thread, one-shot grid) with rung 03's hints",
+       supports_05, launch_05},
   };
   return table;
 }
@@ -31,8 +33,21 @@ std::string swiglu_check_args(const SwigluArgs& a) {
   return "";
 }
 
+// An explicit preference order from the H200 measurements (docs/swiglu.md), not "highest
+// number": round 1 measured rung 04 (persistent grid-stride) 9-10% SLOWER than rung 01 on every
+// DRAM shape (16384 x 11008 bf16: 0.2758 vs 0.2505 ms) and rungs 02-03 0.5-1% slower than 01;
+// round 2 measured rung 05 = rung 01 (8192 x 14336 bf16: 0.1648 vs 0.1649 ms; 4096 x 8192:
+// 0.0496 vs 0.0505). Misaligned pointers: only rung 00 supports them.
+const std::vector<int>& swiglu_pick_order() {
+  static const std::vector<int> order = {5, 1, 2, 3, 4, 0};
+  return order;
+}
+
 const Rung<SwigluArgs>* swiglu_pick(const SwigluArgs& a, const DeviceInfo& d) {
-  return best_supported(swiglu_rungs(), a, d);
+  for (int n : swiglu_pick_order())
+    for (const auto& r : swiglu_rungs())
+      if (r.number == n && r.supports(a, d).empty()) return &r;
+  return nullptr;
 }
 
 void swiglu(const SwigluArgs& a, cudaStream_t stream) {

@@ -30,8 +30,10 @@ const std::vector<Rung<SwigluArgs>>& swiglu_rungs();
 // rows >= 0, cols >= 1 and non-null pointers is computed (rung 00 takes anything); bad arguments
 // throw kl::BadArgument before any launch.
 void swiglu(const SwigluArgs& args, cudaStream_t stream);
-// The rung swiglu() would launch (the bench's "auto" row), or nullptr if none supports `args`.
+// The rung swiglu() would launch (the bench's "auto" row), or nullptr if none supports `args`:
+// the first supported rung of swiglu_pick_order() (the measured best first; see swiglu.cu).
 const Rung<SwigluArgs>* swiglu_pick(const SwigluArgs& args, const DeviceInfo& d);
+const std::vector<int>& swiglu_pick_order();
 
 // Checks shared by every rung's supports(): "" or what is wrong with the arguments themselves.
 std::string swiglu_check_args(const SwigluArgs& a);
@@ -55,6 +57,7 @@ KL_SWIGLU_RUNG(01)
 KL_SWIGLU_RUNG(02)
 KL_SWIGLU_RUNG(03)
 KL_SWIGLU_RUNG(04)
+KL_SWIGLU_RUNG(05)
 #undef KL_SWIGLU_RUNG
 }  // namespace swiglu_detail
 
