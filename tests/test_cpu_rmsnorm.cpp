@@ -21,6 +21,7 @@ DeviceInfo fake_h200() {
   d.sms = 132;
   d.l2_bytes = 60LL << 20;
   d.smem_optin = 227 * 1024;
+  d.smem_per_sm = 228 * 1024;
   return d;
 }
 // supports() never dereferences: any 16-byte-aligned address will do.
@@ -116,10 +117,10 @@ TEST(RmsnormConfig, ClusterSizeFromShape) {
   EXPECT_EQ(pick_cluster(DType::bf16, 64, 8192, 32, 132), 8);
   EXPECT_EQ(pick_cluster(DType::bf16, 1, 8192, 32, 132), 8);      // one row: 8 blocks of 1024 cols
   EXPECT_EQ(pick_cluster(DType::bf16, 64, 131072, 32, 132), 8);   // 4 fits; 8 fills the SMs
-  // 4 fits and fills the SMs, but with 1024-thread blocks (one per SM): 8 gives 512-thread blocks.
-  EXPECT_EQ(pick_cluster(DType::bf16, 1024, 131072, 32, 132), 8);
+  // 4 fits and fills the SMs (round 1 also halved 1024-thread blocks: measured slower, dropped).
+  EXPECT_EQ(pick_cluster(DType::bf16, 1024, 131072, 32, 132), 4);
   EXPECT_EQ(pick_cluster(DType::f32, 4096, 16384, 32, 132), 1);   // 512 threads x 32 elements
-  EXPECT_EQ(pick_cluster(DType::f32, 4096, 16384, 16, 132), 2);   // fused: 1024 -> 2 x 512
+  EXPECT_EQ(pick_cluster(DType::f32, 4096, 16384, 16, 132), 1);   // fused: 1024-thread blocks
   EXPECT_EQ(pick_cluster(DType::f32, 16, 131072, 32, 132), 8);
   EXPECT_EQ(pick_cluster(DType::f32, 16, 131072, 16, 132), 8);
   EXPECT_EQ(pick_cluster(DType::f32, 16, 262145, 16, 132), 0);    // too long for any cluster
@@ -129,12 +130,16 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   const DeviceInfo d = fake_h200();
   RmsnormArgs a{kP, kP, kP, 4096, 4096, 1e-6f, DType::bf16};
   for (const auto& r : rmsnorm_rungs()) EXPECT_EQ(r.supports(a, d), "") << r.name;
-  EXPECT_EQ(rmsnorm_pick(a, d)->number, 6);
-  // Few rows: the persistent prefetch rung refuses, the cluster rung takes them.
+  EXPECT_EQ(rmsnorm_pick(a, d)->number, 8);  // 08 (= 05 with plain loads) covers what 04-07 take
+  // Few rows: the persistent prefetch and bulk rungs refuse, the cluster rungs (05, 08) take them.
   RmsnormArgs few = a;
   few.rows = 64;
   EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(few, d), "");
-  EXPECT_EQ(rmsnorm_pick(few, d)->number, 5);
+  EXPECT_NE(find_rung(rmsnorm_rungs(), "bulk_pipeline")->supports(few, d), "");
+  few.rows = 4 * 132 - 1;  // 06 would run (>= 2 x SMs groups): refuses, its domain stays in 07's
+  EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(few, d), "");
+  few.rows = 64;
+  EXPECT_EQ(rmsnorm_pick(few, d)->number, 8);
   // Odd columns and misaligned pointers: the 128-bit two-pass rungs refuse, the rest run.
   RmsnormArgs odd = a;
   odd.cols = 4099;
@@ -145,7 +150,8 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
     EXPECT_NE(find_rung(rmsnorm_rungs(), "block_per_row")->supports(b, d), "");
     EXPECT_EQ(find_rung(rmsnorm_rungs(), "row_in_registers")->supports(b, d), "");
     EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(b, d), "");
-    EXPECT_EQ(rmsnorm_pick(b, d)->number, 5);
+    EXPECT_NE(find_rung(rmsnorm_rungs(), "bulk_pipeline")->supports(b, d), "");
+    EXPECT_EQ(rmsnorm_pick(b, d)->number, 8);
   }
   // Long rows: rung 04 refuses above 32768 columns, 05 takes up to 8 x 32768.
   RmsnormArgs lng = a;
@@ -174,13 +180,24 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   for (const auto& r : rmsnorm_rungs()) EXPECT_NE(r.supports(bad, d), "") << r.name;
 
   AddRmsnormArgs f{kP, kP, kP, kP, 16, 4096, 1e-6f, DType::f32};
-  for (const auto& r : add_rmsnorm_rungs()) EXPECT_EQ(r.supports(f, d), "") << r.name;
+  for (const auto& r : add_rmsnorm_rungs())
+    if (r.number != 4) EXPECT_EQ(r.supports(f, d), "") << r.name;
+  // The bulk rung wants many rows (>= 4 x SMs) and three (r, x) stages in shared memory.
+  EXPECT_NE(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
+  f.rows = 4096;
+  EXPECT_EQ(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);  // fused 05 (= 03 with plain loads) covers fused 04
+  f.cols = 16384;  // three 128 KB (r, x) stages do not fit in 227 KB: fused 04 refuses
+  EXPECT_NE(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);
+  f.rows = 16;
+  f.cols = 4096;
   f.r = nullptr;
   for (const auto& r : add_rmsnorm_rungs()) EXPECT_NE(r.supports(f, d), "") << r.name;
   f.r = kP;
   f.cols = 16385;  // over 16 elements x 1024 threads: fused 02 refuses, 03 clusters it
   EXPECT_NE(find_rung(add_rmsnorm_rungs(), "row_in_registers")->supports(f, d), "");
-  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 3);
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);
   f.cols = 131072 * 2;
   EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 1);
   // Fused register budget: 32 bf16 (packed) or 16 f32 elements per thread when aligned.
@@ -209,12 +226,12 @@ TEST(RmsnormEntry, BadArgumentsThrowBeforeAnyLaunch) {
 
 TEST(RmsnormTable, NumbersAndNames) {
   const auto& t = rmsnorm_rungs();
-  ASSERT_EQ(t.size(), 7u);
+  ASSERT_EQ(t.size(), 9u);
   for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].number, static_cast<int>(i));
   EXPECT_STREQ(t[0].name, "thread_per_row");
   EXPECT_STREQ(t[4].name, "row_in_registers");
   const auto& f = add_rmsnorm_rungs();
-  ASSERT_EQ(f.size(), 4u);
+  ASSERT_EQ(f.size(), 6u);
   for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(f[i].number, static_cast<int>(i));
 }
 

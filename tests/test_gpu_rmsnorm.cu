@@ -233,11 +233,46 @@ TEST(RmsnormGpu, LargeValuesDoNotOverflow) {
   }
 }
 
+// Rung 07 (bulk_pipeline) needs >= 4 x SMs aligned rows. On an H200 (132 SMs, 2 blocks per SM):
+// the stage ring wrapping (20000x64: 16 stages, ~76 rows per block; 4000x2048 f32: 14 stages,
+// ~15 rows per block; 600x16384 f32: one block per SM, 3 x 64 KB stages, ~5 rows per block), rows
+// of 16 bytes (700x8 bf16), a last partial sweep (rows not a multiple of the grid); repeatable bit
+// for bit.
+const std::vector<Shape2> kManyRows = {{1000, 1000}, {4000, 2048}, {600, 16384}, {20000, 64},
+                                       {700, 8},     {600, 8192},  {2000, 1032}};
+TEST(RmsnormGpu, BulkRungManyRows) {
+  KL_REQUIRE_GPU();
+  const auto* rung = find_rung(rmsnorm_rungs(), "bulk_pipeline");
+  ASSERT_NE(rung, nullptr);
+  uint64_t seed = 707;
+  int ran = 0;
+  for (DType t : {DType::f32, DType::bf16})
+    for (const Shape2 s : kManyRows) {
+      const PlainCase c = plain_case(s.rows, s.cols, t, ++seed);
+      std::vector<float> y1, y2;
+      const std::string r = run_plain(rung, c, s.rows, s.cols, t, 0, &y1);
+      if (r.rfind("SKIP: ", 0) == 0) continue;
+      ++ran;
+      EXPECT_EQ(r, "");
+      EXPECT_EQ(run_plain(rung, c, s.rows, s.cols, t, 0, &y2), "");
+      EXPECT_EQ(std::memcmp(y1.data(), y2.data(), y1.size() * 4), 0)
+          << "bulk_pipeline rows=" << s.rows << " cols=" << s.cols << " not bitwise repeatable";
+    }
+  EXPECT_GE(ran, 12) << "rung 07 refused most many-row shapes";
+  // Large values through the bulk path (no overflow of the sum of squares).
+  const PlainCase big = plain_case(1000, 4096, DType::f32, 99, /*large=*/true);
+  EXPECT_EQ(run_plain(rung, big, 1000, 4096, DType::f32, 0), "");
+  // Misaligned pointers: refused with a reason, the entry point still computes.
+  const PlainCase odd = plain_case(700, 1024, DType::bf16, 98);
+  EXPECT_EQ(run_plain(rung, odd, 700, 1024, DType::bf16, 1).rfind("SKIP: ", 0), 0u);
+  EXPECT_EQ(run_plain(nullptr, odd, 700, 1024, DType::bf16, 1), "");
+}
+
 TEST(RmsnormGpu, RegisterRungsAreDeterministic) {
   KL_REQUIRE_GPU();
   for (const Shape2 s : {Shape2{1, 8192}, Shape2{4, 131072}, Shape2{512, 4096}, Shape2{3000, 2048}}) {
     const PlainCase c = plain_case(s.rows, s.cols, DType::f32, 42);
-    for (int num : {4, 5, 6}) {
+    for (int num : {4, 5, 6, 7, 8}) {
       const auto* rung = find_rung(rmsnorm_rungs(), std::to_string(num));
       ASSERT_NE(rung, nullptr);
       std::vector<float> y1, y2;
@@ -258,11 +293,14 @@ TEST(RmsnormGpu, TopRungsTakeTheHeadlineShapes) {
   void* p = nullptr;
   DeviceBuffer b(256);
   p = b.ptr;  // aligned; supports() never dereferences
-  for (auto [rows, cols, t, top] : {std::tuple{16384, 8192, DType::bf16, 6},
-                                    std::tuple{4096, 16384, DType::f32, 6},
-                                    std::tuple{65536, 4096, DType::bf16, 6},
-                                    std::tuple{64, 8192, DType::bf16, 5},
-                                    std::tuple{64, 131072, DType::bf16, 5}}) {
+  // {rows, cols, dtype, rmsnorm top, add_rmsnorm top}: the plain-load register rungs (08 / fused
+  // 05: the cluster rungs 05 / fused 03 with plain x loads, C = 1 on many rows) everywhere; the bulk
+  // rungs (07 / fused 04) are in the ladder but never picked (measured slower in round 2).
+  for (auto [rows, cols, t, top, ftop] : {std::tuple{16384, 8192, DType::bf16, 8, 5},
+                                          std::tuple{4096, 16384, DType::f32, 8, 5},
+                                          std::tuple{65536, 4096, DType::bf16, 8, 5},
+                                          std::tuple{64, 8192, DType::bf16, 8, 5},
+                                          std::tuple{64, 131072, DType::bf16, 8, 5}}) {
     RmsnormArgs a{p, p, p, rows, cols, kEps, t};
     const auto* r = rmsnorm_pick(a, d);
     ASSERT_NE(r, nullptr);
@@ -270,7 +308,7 @@ TEST(RmsnormGpu, TopRungsTakeTheHeadlineShapes) {
     AddRmsnormArgs f{p, p, p, p, rows, cols, kEps, t};
     const auto* rf = add_rmsnorm_pick(f, d);
     ASSERT_NE(rf, nullptr);
-    EXPECT_EQ(rf->number, 3) << rows << "x" << cols;
+    EXPECT_EQ(rf->number, ftop) << rows << "x" << cols;
   }
 }
 
@@ -344,6 +382,25 @@ TEST(AddRmsnormGpu, EveryRungRandomShapes) {
         if (r.rfind("SKIP: ", 0) != 0) EXPECT_EQ(r, "");
       }
     }
+}
+
+TEST(AddRmsnormGpu, BulkRungManyRows) {
+  KL_REQUIRE_GPU();
+  const auto* rung = find_rung(add_rmsnorm_rungs(), "bulk_pipeline");
+  ASSERT_NE(rung, nullptr);
+  uint64_t seed = 404;
+  int ran = 0;
+  for (DType t : {DType::f32, DType::bf16})
+    for (const Shape2 s : kManyRows)
+      for (bool large : {false, true}) {
+        if (large && s.rows * static_cast<long long>(s.cols) > (1 << 22)) continue;
+        const FusedCase c = fused_case(s.rows, s.cols, t, ++seed, large);
+        const std::string r = run_fused(rung, c, s.rows, s.cols, t, 0);
+        if (r.rfind("SKIP: ", 0) == 0) continue;
+        ++ran;
+        EXPECT_EQ(r, "") << (large ? "large values" : "");
+      }
+  EXPECT_GE(ran, 16) << "fused rung 04 refused most many-row shapes";
 }
 
 TEST(AddRmsnormGpu, MisalignedPointersAndLargeValues) {

@@ -11,7 +11,14 @@
 // Limits: aligned rows only (cols % (16/es) == 0, 16-byte pointers), two row buffers in registers
 // so at most 32 bf16 (packed: 16 registers) or 16 f32 elements per thread per buffer; rows must
 // give at least 2 x SMs groups (fewer rows: rung 05 splits them over clusters).
-// Measured (H200): pending
+// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+//   16384x8192 bf16 0.1503 ms (84.6%; rung 04: 0.1396); 4096x16384 f32 0.1476 ms (04: 0.1407);
+//   65536x4096 bf16 0.2902 ms (04: 0.2703). SLOWER than 04 everywhere. Not profiled; what the
+//   SASS shows: 61 registers (bf16 V=4) = the same 4 blocks of 256 threads per SM as 04, so no
+//   more bytes in flight per SM, only moved earlier; the w loads are issued one chunk at a time,
+//   each waited on before its store (04 batches them); the persistent grid gives each block
+//   31 or 32 rows (a ~3% tail). Kept as a measured negative; `auto` never picks it (its domain
+//   lies inside rung 07's).
 #include <atomic>
 
 #include "common/reduce.cuh"
@@ -132,6 +139,9 @@ std::string prefetch_next_row_supports(const RmsnormArgs& a, const DeviceInfo& d
   if (!cfg.why.empty()) return cfg.why + " (two row buffers)";
   if ((static_cast<long long>(a.rows) + cfg.rows_per_block - 1) / cfg.rows_per_block < 2LL * d.sms)
     return "fewer than 2 x SMs row groups: rung 05 splits the rows over clusters";
+  // Measured slower than rung 04 on every DRAM shape (H200 round 1: 16384x8192 bf16 0.1503 vs
+  // 0.1396 ms); with this bound its domain lies inside rung 07's, so `auto` never picks it.
+  if (a.rows < 4LL * d.sms) return "fewer than 4 x SMs rows (kept in the ladder, never picked)";
   return "";
 }
 

@@ -56,6 +56,12 @@ const std::vector<Rung<RmsnormArgs>>& rmsnorm_rungs() {
       {6, "prefetch_next_row",
        "persistent groups load their next row while reducing and storing this one (many rows)",
        prefetch_next_row_supports, prefetch_next_row_launch},
+      {7, "bulk_pipeline",
+       "rows brought into a ring of shared-memory stages by cp.async.bulk: S rows in flight per block",
+       bulk_pipeline_supports, bulk_pipeline_launch},
+      {8, "plain_loads",
+       "rung 05 with x read by plain ld.global instead of the read-only non-allocating path",
+       plain_loads_supports, plain_loads_launch},
   };
   return t;
 }
@@ -72,6 +78,12 @@ const std::vector<Rung<AddRmsnormArgs>>& add_rmsnorm_rungs() {
       {3, "cluster_row",
        "few or very long rows split over a thread-block cluster, DSMEM reduction",
        add_cluster_row_supports, add_cluster_row_launch},
+      {4, "bulk_pipeline",
+       "r and x rows brought into a ring of shared-memory stages by cp.async.bulk (fused 02's one pass)",
+       add_bulk_pipeline_supports, add_bulk_pipeline_launch},
+      {5, "plain_loads",
+       "fused 03 with x read by plain ld.global instead of the read-only non-allocating path",
+       add_plain_loads_supports, add_plain_loads_launch},
   };
   return t;
 }

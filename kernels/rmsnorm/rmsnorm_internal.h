@@ -31,10 +31,14 @@ KL_RMSNORM_RUNG(block_per_row)
 KL_RMSNORM_RUNG(row_in_registers)
 KL_RMSNORM_RUNG(cluster_row)
 KL_RMSNORM_RUNG(prefetch_next_row)
+KL_RMSNORM_RUNG(bulk_pipeline)
+KL_RMSNORM_RUNG(plain_loads)
 KL_ADD_RMSNORM_RUNG(add_thread_per_row)
 KL_ADD_RMSNORM_RUNG(add_block_per_row)
 KL_ADD_RMSNORM_RUNG(add_row_in_registers)
 KL_ADD_RMSNORM_RUNG(add_cluster_row)
+KL_ADD_RMSNORM_RUNG(add_bulk_pipeline)
+KL_ADD_RMSNORM_RUNG(add_plain_loads)
 #undef KL_RMSNORM_RUNG
 #undef KL_ADD_RMSNORM_RUNG
 
@@ -51,6 +55,7 @@ struct RowRegsParams {
   int rows_per_block;  // R: groups per block; block = G * R threads (<= 1024)
   int cluster;         // C: blocks (one cluster) that split one row; 1 = no cluster
   int slice;           // columns per block slice, a multiple of the vector width; C * slice >= cols
+  int ld_normal = 0;   // 1: x loaded with plain ld.global (rung 08 / fused 05), else .nc.L1::no_allocate
 };
 
 // The launch shape for a row of `cols` split over `cluster` blocks, each thread holding at most
@@ -75,5 +80,30 @@ int pick_cluster(DType t, int rows, int cols, int max_elems, int sms);
 // Launches the kernel of row_regs.cuh; cfg from row_regs_config, aligned = vec_ok(args).
 void launch_row_regs(const RowRegsParams& p, const RowRegsConfig& cfg, DType t, bool aligned,
                      bool fused, cudaStream_t s);
+
+// ---------------------------------------------------------------- bulk-copy row pipeline
+// (bulk_rows.cu: rmsnorm rung 07, fused rung 04). Persistent blocks of 256 threads; each keeps
+// `stages` whole rows in shared memory, filled by cp.async.bulk on one mbarrier per stage.
+constexpr int kBulkMaxStages = 16;
+struct BulkParams {
+  const void* x;
+  const void* w;
+  void* y;
+  void* r;  // fused op: the residual (in/out); nullptr for plain rmsnorm
+  int rows, cols;
+  float eps;
+  int stages;
+};
+struct BulkConfig {
+  std::string why;  // "" when valid
+  int blocks_per_sm = 0, stages = 0;
+  long long smem = 0;    // dynamic shared memory per block (stages x row bytes, x 2 fused)
+  long long blocks = 0;  // grid before the occupancy check in the launcher
+};
+// Needs vec_ok rows (16-byte row starts and cols % (16 / es) == 0) and cc >= 9.0 (checked by the
+// rungs' supports()).
+BulkConfig bulk_config(DType t, bool fused, int rows, int cols, const DeviceInfo& d);
+void launch_bulk_rows(const BulkParams& p, const BulkConfig& cfg, DType t, bool fused,
+                      cudaStream_t s);
 
 }  // namespace kl::rmsnorm_detail

@@ -17,8 +17,11 @@
 // each thread scales the chunks it already holds and writes y. The fused op loads r and x chunks,
 // writes r + x (rounded to storage) back to r at once and keeps the rounded sum as the row.
 //
-// kAligned = false (cols % K != 0 or a pointer not 16-byte aligned): the same layout, but each chunk
-// is K scalar loads/stores with a per-element bound check (rows then start anywhere).
+// kAligned = false (cols % K != 0 or a pointer not 16-byte aligned): the same slices and register
+// count, but scalar loads/stores with a per-element bound check (rows then start anywhere) in a
+// warp-interleaved layout (a warp's 32 lanes take 32 consecutive columns per access). (Round 1 used the chunk layout with K scalar
+// accesses per chunk: each warp instruction touched K times the sectors; H200 4096x4099 f32 took
+// 0.0907 ms, slower than rung 01's 0.0618.)
 #include <cuda_runtime.h>
 
 #include "common/dsmem.cuh"
@@ -51,7 +54,10 @@ __device__ __forceinline__ float row_total(float ss, int G, int C, int g, int la
   return ss;
 }
 
-template <DType D, int V, bool kAligned, bool kFused>
+// kLdNormal (aligned path only): x by plain ld.global instead of ld.global.nc.L1::no_allocate
+// (rmsnorm rung 08 / fused 05); a template parameter so rungs 04/05 and fused 02/03 keep the exact
+// code they were measured with.
+template <DType D, int V, bool kAligned, bool kFused, bool kLdNormal>
 __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) {
   using E = Elem<D>;
   using T = typename E::T;
@@ -92,7 +98,8 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
       for (int i = 0; i < V; ++i) {
         const int c = c0 + (i * G + lane) * K;
         raw[i] = have[i] ? ld16<Ld::normal>(r + c) : make_uint4(0, 0, 0, 0);  // r is written below
-        rawx[i] = have[i] ? ld16<Ld::nc_noalloc>(x + c) : make_uint4(0, 0, 0, 0);  // read once
+        rawx[i] = have[i] ? ld16<kLdNormal ? Ld::normal : Ld::nc_noalloc>(x + c)  // read once
+                          : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
       for (int i = 0; i < V; ++i) {
@@ -107,8 +114,9 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
     } else {
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        raw[i] = have[i] ? ld16<Ld::nc_noalloc>(x + c0 + (i * G + lane) * K)  // read once
-                         : make_uint4(0, 0, 0, 0);  // zeros add nothing to the sum
+        raw[i] = have[i] ? ld16<kLdNormal ? Ld::normal : Ld::nc_noalloc>(
+                               x + c0 + (i * G + lane) * K)  // read once
+                         : make_uint4(0, 0, 0, 0);           // zeros add nothing to the sum
     }
 #pragma unroll
     for (int i = 0; i < V; ++i) {
@@ -146,33 +154,45 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
       }
     }
   } else {
-    // Unaligned rows: the same chunk layout with K scalar accesses per chunk, bound-checked. The
-    // fused op again issues every load before the first store of r.
+    // Unaligned rows: scalar accesses, bound-checked, in a warp-interleaved layout: warp wl of the
+    // group owns "warp chunks" of 32 * K consecutive columns (chunks wl, wl + G/32, ...: V of
+    // them), and value (i, j) of lane ll is column c0 + (i * G/32 + wl) * 32K + j * 32 + ll. Each
+    // scalar load / store instruction of a warp covers 32 consecutive columns (coalesced), and
+    // j * 32 is an immediate offset from one address per i. V * G * K columns cover the slice.
+    // The fused op again issues every load before the first store of r.
+    const int lim = c1 - c0;  // offsets from c0 below lim exist
+    // Offset of value (i, 0) from c0 (recomputed where used: one IMAD, fewer live registers).
+    const int b0 = (lane >> 5) * (32 * K) + (lane & 31), bstep = (G >> 5) * (32 * K);
+#define KL_BI(i) (b0 + (i) * bstep)
     float v[V][K];
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const int c = c0 + (i * G + lane) * K;
 #pragma unroll
-      for (int j = 0; j < K; ++j)  // past the row end: 0, contributes nothing
-        v[i][j] = active && c + j < c1 ? E::load(kFused ? r : x, c + j) : 0.0f;
+      for (int j = 0; j < K; ++j) {  // past the slice end: 0, contributes nothing
+        const int o = KL_BI(i) + j * 32;
+        v[i][j] = active && o < lim ? E::load(kFused ? r : x, c0 + o) : 0.0f;
+      }
     }
     if constexpr (kFused) {
-      float xs[V][K];
 #pragma unroll
       for (int i = 0; i < V; ++i) {
-        const int c = c0 + (i * G + lane) * K;
-#pragma unroll
-        for (int j = 0; j < K; ++j) xs[i][j] = active && c + j < c1 ? E::load(x, c + j) : 0.0f;
-      }
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        const int c = c0 + (i * G + lane) * K;
+        float xs[K];
 #pragma unroll
         for (int j = 0; j < K; ++j) {
-          v[i][j] = E::round(v[i][j] + xs[i][j]);
-          if (active && c + j < c1) E::store(r, c + j, v[i][j]);
+          const int o = KL_BI(i) + j * 32;
+          xs[j] = active && o < lim ? E::load(x, c0 + o) : 0.0f;
         }
+#pragma unroll
+        for (int j = 0; j < K; ++j) v[i][j] = E::round(v[i][j] + xs[j]);
       }
+      // Stores of r after every load (a store between loads would order later loads behind it).
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          const int o = KL_BI(i) + j * 32;
+          if (active && o < lim) E::store(r, c0 + o, v[i][j]);
+        }
     }
 #pragma unroll
     for (int i = 0; i < V; ++i)
@@ -183,19 +203,21 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
     const float inv = rms_inv(ss, p.cols, p.eps);
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const int c = c0 + (i * G + lane) * K;
 #pragma unroll
-      for (int j = 0; j < K; ++j)
-        if (c + j < c1) E::store(y, c + j, v[i][j] * inv * E::load(w, c + j));
+      for (int j = 0; j < K; ++j) {
+        const int o = KL_BI(i) + j * 32;
+        if (o < lim) E::store(y, c0 + o, v[i][j] * inv * E::load(w, c0 + o));
+      }
     }
+#undef KL_BI
   }
 }
 
-template <DType D, int V, bool A, bool F>
+template <DType D, int V, bool A, bool F, bool L>
 void launch_v(const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(cfg.blocks)), block(cfg.group * cfg.rows_per_block);
   if (cfg.cluster == 1) {
-    row_regs_kernel<D, V, A, F><<<grid, block, 0, s>>>(p);
+    row_regs_kernel<D, V, A, F, L><<<grid, block, 0, s>>>(p);
     KL_CHECK_LAUNCH();
   } else {
     cudaLaunchConfig_t lc = {};
@@ -210,24 +232,24 @@ void launch_v(const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) 
     attr[0].val.clusterDim.z = 1;
     lc.attrs = attr;
     lc.numAttrs = 1;
-    KL_CHECK(cudaLaunchKernelEx(&lc, row_regs_kernel<D, V, A, F>, p));
+    KL_CHECK(cudaLaunchKernelEx(&lc, row_regs_kernel<D, V, A, F, L>, p));
     KL_CHECK_LAUNCH();
   }
 }
 
 // Instantiates only V <= the register budget of (D, F).
-template <DType D, bool A, bool F>
+template <DType D, bool A, bool F, bool L>
 void dispatch_v(int V, const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) {
   constexpr int kVmax = max_elems(D, F, A) / Elem<D>::kVec;
   switch (V) {
-    case 1: if constexpr (kVmax >= 1) return launch_v<D, 1, A, F>(p, cfg, s); break;
-    case 2: if constexpr (kVmax >= 2) return launch_v<D, 2, A, F>(p, cfg, s); break;
-    case 3: if constexpr (kVmax >= 3) return launch_v<D, 3, A, F>(p, cfg, s); break;
-    case 4: if constexpr (kVmax >= 4) return launch_v<D, 4, A, F>(p, cfg, s); break;
-    case 5: if constexpr (kVmax >= 5) return launch_v<D, 5, A, F>(p, cfg, s); break;
-    case 6: if constexpr (kVmax >= 6) return launch_v<D, 6, A, F>(p, cfg, s); break;
-    case 7: if constexpr (kVmax >= 7) return launch_v<D, 7, A, F>(p, cfg, s); break;
-    case 8: if constexpr (kVmax >= 8) return launch_v<D, 8, A, F>(p, cfg, s); break;
+    case 1: if constexpr (kVmax >= 1) return launch_v<D, 1, A, F, L>(p, cfg, s); break;
+    case 2: if constexpr (kVmax >= 2) return launch_v<D, 2, A, F, L>(p, cfg, s); break;
+    case 3: if constexpr (kVmax >= 3) return launch_v<D, 3, A, F, L>(p, cfg, s); break;
+    case 4: if constexpr (kVmax >= 4) return launch_v<D, 4, A, F, L>(p, cfg, s); break;
+    case 5: if constexpr (kVmax >= 5) return launch_v<D, 5, A, F, L>(p, cfg, s); break;
+    case 6: if constexpr (kVmax >= 6) return launch_v<D, 6, A, F, L>(p, cfg, s); break;
+    case 7: if constexpr (kVmax >= 7) return launch_v<D, 7, A, F, L>(p, cfg, s); break;
+    case 8: if constexpr (kVmax >= 8) return launch_v<D, 8, A, F, L>(p, cfg, s); break;
     default: break;
   }
   KL_REQUIRE(false, "row_regs: " << V << " chunks per thread is over the register budget");
@@ -236,12 +258,17 @@ void dispatch_v(int V, const RowRegsParams& p, const RowRegsConfig& cfg, cudaStr
 template <DType D>
 void dispatch_af(bool aligned, bool fused, int V, const RowRegsParams& p, const RowRegsConfig& cfg,
                  cudaStream_t s) {
-  if (aligned) {
-    if (fused) dispatch_v<D, true, true>(V, p, cfg, s);
-    else dispatch_v<D, true, false>(V, p, cfg, s);
+  if (aligned) {  // the x load form matters on the aligned (16-byte) path only
+    if (p.ld_normal) {
+      if (fused) dispatch_v<D, true, true, true>(V, p, cfg, s);
+      else dispatch_v<D, true, false, true>(V, p, cfg, s);
+    } else {
+      if (fused) dispatch_v<D, true, true, false>(V, p, cfg, s);
+      else dispatch_v<D, true, false, false>(V, p, cfg, s);
+    }
   } else {
-    if (fused) dispatch_v<D, false, true>(V, p, cfg, s);
-    else dispatch_v<D, false, false>(V, p, cfg, s);
+    if (fused) dispatch_v<D, false, true, false>(V, p, cfg, s);
+    else dispatch_v<D, false, false, false>(V, p, cfg, s);
   }
 }
 
@@ -288,13 +315,13 @@ int pick_cluster(DType t, int rows, int cols, int elems, int sms) {
       break;
     }
   if (C == 0) return 0;
-  // Split each row over more blocks while (a) the grid covers the SMs fewer than twice (few rows)
-  // or (b) a block has 1024 threads (one per SM at <= 64 registers: nothing hides its reduction
-  // bubble; 512-thread blocks run two per SM) — keeping at least 1024 columns per block (below
-  // that the cluster barriers cost more than they buy).
+  // Split each row over more blocks while the grid covers the SMs fewer than twice (few rows),
+  // keeping at least 1024 columns per block (below that the cluster barriers cost more than they
+  // buy). Round 1 also split 1024-thread blocks (one per SM) in two; measured on the H200 it cost:
+  // fused 4096x16384 f32 0.2973 ms with C = 2 vs 0.2735 ms with C = 1 (fused rung 02).
   while (C < 8) {
     const RowRegsConfig cur = row_regs_config(t, rows, cols, elems, C, sms);
-    if (cur.blocks >= 2LL * sms && cur.group * cur.rows_per_block < kMaxThreads) break;
+    if (cur.blocks >= 2LL * sms) break;
     if ((static_cast<long long>(cols) + 2 * C - 1) / (2 * C) < 1024) break;
     C *= 2;
   }
