@@ -6,8 +6,7 @@
 // the same byte count (bytes/2 read + bytes/2 written), every selected rung (supports()? poison y,
 // launch, download, full comparison, time) and the "auto" row. Rows whose single launch is slow
 // have their iterations capped to about `budget` seconds (notes.iters_capped) unless --variant
-// named the rung. Used by exactly two benches; launch_ms_once/capped mirror bench_sgemm's and could
-// move into the harness.
+// named the rung (the harness's single_launch_ms / iters_for_budget).
 #pragma once
 #include <algorithm>
 #include <cstdio>
@@ -42,34 +41,6 @@ static __global__ void __launch_bounds__(256) roof_write_kernel(uint4* __restric
                                        ~static_cast<unsigned>(i), 0x5bd1e995u));
 }
 
-inline double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  KL_CHECK(cudaEventCreate(&a));
-  KL_CHECK(cudaEventCreate(&b));
-  KL_CHECK(cudaEventRecord(a, s));
-  f();
-  KL_CHECK(cudaEventRecord(b, s));
-  KL_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
-  KL_CHECK(cudaEventDestroy(a));
-  KL_CHECK(cudaEventDestroy(b));
-  return ms;
-}
-
-// Iterations so one row takes about `budget_s` (at least 5), unless the user named the rung.
-inline Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung,
-                      Row* row) {
-  Options c = o;
-  if (explicit_rung || single_ms <= 0) return c;
-  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
-  if (want < o.iters) {
-    c.iters = std::max(5, want);
-    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
-    row->notes["iters_capped"] = std::to_string(c.iters);
-  }
-  return c;
-}
 
 // f(begin, end) over [0, n) split across the host's cores (CPU references of 100M+ elements).
 inline void parallel_for(long long n, const std::function<void(long long, long long)>& f) {
@@ -293,7 +264,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
           if (is_auto) sp.entry(a, stream);
           else use->launch(a, stream);
         };
-        const double ms = launch_ms_once([&] { launch(0); }, stream);
+        const double ms = single_launch_ms([&] { launch(0); }, stream);
         std::vector<float> got = download_as_float(out.ptr, n, t);
         r.err = compare(got.data(), ref.data(), n, tol);
         r.validated = r.err.ok;
@@ -303,7 +274,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
           return;
         }
         const bool slow = !is_auto && rung->number <= sp.slow_rung_max;
-        Options c = capped(o, ms, slow ? 0.3 : 1.0, !is_auto && !all, &r);
+        Options c = iters_for_budget(o, ms, slow ? 0.3 : 1.0, !is_auto && !all, &r);
         r.t = time_launches(launch, c, stream);
         rep.emit(r);
       };
