@@ -101,6 +101,18 @@ TEST(SgemmRefusals, SupportsSaysWhy) {
   EXPECT_NE(t[9].supports(fake(300, 260, 36, 4), d).find("aligned"), std::string::npos);
   EXPECT_NE(t[9].supports(fake(67, 129, 32), d).find("N % 4"), std::string::npos);
   EXPECT_NE(t[9].supports(fake(64, 128, 31), d).find("K % 4"), std::string::npos);
+  // Rungs 10-12: as 09, except that A may have any (4-byte) alignment.
+  for (int r = 10; r <= 12; ++r) {
+    EXPECT_EQ(t[r].supports(fake(300, 260, 36), d), "");
+    EXPECT_EQ(t[r].supports(fake(300, 260, 36, 4), d), "");
+    EXPECT_NE(t[r].supports(fake(67, 129, 32), d).find("N % 4"), std::string::npos);
+    EXPECT_NE(t[r].supports(fake(64, 128, 31), d).find("K % 4"), std::string::npos);
+  }
+  // Rungs 13, 14: 16-byte copies of A as well: A must be aligned too.
+  for (int r = 13; r <= 14; ++r) {
+    EXPECT_EQ(t[r].supports(fake(300, 260, 36), d), "");
+    EXPECT_NE(t[r].supports(fake(300, 260, 36, 4), d).find("aligned"), std::string::npos);
+  }
   // Every rung refuses empty or negative dims and null pointers.
   for (const auto& r : t) {
     EXPECT_NE(r.supports(fake(0, 8, 8), d), "");
@@ -124,15 +136,22 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   const auto* big = kl::sgemm_pick(fake(4096, 4096, 4096), d);
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(big->number, 9);
+  // Rung 12 copies A 4 bytes at a time: a misaligned A alone takes it instead of 08.
   const auto* big_misaligned = kl::sgemm_pick(fake(4096, 4096, 4096, 4), d);
   ASSERT_NE(big_misaligned, nullptr);
-  EXPECT_EQ(big_misaligned->number, 8);
+  EXPECT_EQ(big_misaligned->number, 12);
   const auto* odd = kl::sgemm_pick(fake(4097, 1023, 515), d);
   ASSERT_NE(odd, nullptr);
   EXPECT_EQ(odd->number, 8);  // only rungs 00-02 and 08 take N = 1023; 08 is the fast one
   const auto* small = kl::sgemm_pick(fake(1024, 1024, 1024), d);
   ASSERT_NE(small, nullptr);
-  EXPECT_EQ(small->number, 7);  // under one wave of 256x128 tiles: the 128x128 rung
+  EXPECT_EQ(small->number, 11);  // under one wave of 256x128 tiles: the small-shape path
+  const auto* mid = kl::sgemm_pick(fake(2048, 2048, 2048), d);
+  ASSERT_NE(mid, nullptr);
+  EXPECT_EQ(mid->number, 9);  // 128 tiles of 256x128: one wave, 09 is faster than 128x128
+  const auto* small_odd = kl::sgemm_pick(fake(1000, 1000, 1000), d);
+  ASSERT_NE(small_odd, nullptr);
+  EXPECT_EQ(small_odd->number, 11);
 }
 
 }  // namespace

@@ -189,7 +189,7 @@ TEST(SgemmGpu, RefusesWithoutLaunching) {
 
 TEST(SgemmGpu, TopRungsDeterministic) {
   KL_REQUIRE_GPU();
-  for (int r : {8, 9}) {
+  for (int r : {8, 9, 10, 11, 12, 13, 14}) {
     Problem p({300, 260, 136}, 21);
     kl::launch_checked(kl::sgemm_rungs()[r], p.args(), nullptr);
     std::vector<float> c1 = p.result();
@@ -198,6 +198,48 @@ TEST(SgemmGpu, TopRungsDeterministic) {
     std::vector<float> c2 = p.result();
     ASSERT_EQ(c1.size(), c2.size());
     for (size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(c1[i], c2[i]) << "rung " << r << " element " << i;
+  }
+}
+
+// Rung 11's split-K path (tiles <= SMs, K >= 32 k-tiles): two K halves add into the zeroed C.
+// Tails in M and N, a partial last k-tile in the second slice; two slices must be bit-stable.
+TEST(SgemmGpu, SplitKPathMatchesAndIsDeterministic) {
+  KL_REQUIRE_GPU();
+  const auto& r11 = *kl::find_rung(kl::sgemm_rungs(), std::string("11"));
+  for (const Dims& d : {Dims{300, 260, 1000}, Dims{128, 128, 512}, Dims{1, 4, 2048}}) {
+    Problem p(d, 31 + d.K);
+    SCOPED_TRACE("rung 11 split " + str(d));
+    ASSERT_EQ(r11.supports(p.args(), kl::device_info()), "");
+    kl::launch_checked(r11, p.args(), nullptr);
+    std::vector<float> c1 = p.result();
+    EXPECT_TRUE(matches_full(p, c1));
+    p.poison();
+    kl::launch_checked(r11, p.args(), nullptr);
+    std::vector<float> c2 = p.result();
+    for (size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(c1[i], c2[i]) << "element " << i;
+  }
+}
+
+// Rungs 10-12 copy A 4 bytes at a time: an A that is 4 but not 16-byte aligned is taken.
+TEST(SgemmGpu, RingRungsTakeMisalignedA) {
+  KL_REQUIRE_GPU();
+  const auto& dev = kl::device_info();
+  for (const Dims& d : {Dims{257, 132, 52}, Dims{300, 260, 1000}}) {
+    Problem p(d, 41 + d.K);
+    float* a1 = nullptr;  // A again, one float past a 16-byte boundary
+    KL_CHECK(cudaMalloc(&a1, 4 * (p.A.size() + 1)));
+    KL_CHECK(cudaMemcpy(a1 + 1, p.A.data(), 4 * p.A.size(), cudaMemcpyHostToDevice));
+    for (const char* n : {"10", "11", "12"}) {
+      const auto& r = *kl::find_rung(kl::sgemm_rungs(), std::string(n));
+      SgemmArgs a = p.args();
+      a.A = a1 + 1;
+      SCOPED_TRACE(std::string("rung ") + n + " misaligned A " + str(d));
+      ASSERT_EQ(r.supports(a, dev), "");
+      p.poison();
+      kl::launch_checked(r, a, nullptr);
+      EXPECT_TRUE(matches_full(p, p.result()));
+    }
+    cudaFree(a1);
   }
 }
 

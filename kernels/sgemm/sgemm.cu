@@ -33,6 +33,20 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
       {9, "bk16_cpasync",
        "16-deep k-tiles (half the barriers and per-tile overhead), B by cp.async",
        supports_09, launch_09},
+      {10, "cpasync_ring",
+       "A by 4-byte cp.async straight into A^T (no register hop), 3-stage ring, 1 barrier/tile",
+       supports_10, launch_10},
+      {11, "small_splitk",
+       "small shapes: 128x128 tiles at 2 blocks/SM, split-K by 2 when tiles <= SMs",
+       supports_11, launch_11},
+      {12, "lean_copies",
+       "rung 10 with interior tiles issuing their copies without per-copy predicates and selects",
+       supports_12, launch_12},
+      {13, "ak_layout",
+       "A kept k-contiguous in smem: 16-byte cp.async for A too, A fragments read 4 k at a time",
+       supports_13, launch_13},
+      {14, "ak_bk32", "32-deep k-tiles for rung 13's kernel (one barrier per 4,096 FMAs per thread)",
+       supports_14, launch_14},
   };
   return table;
 }
@@ -49,17 +63,25 @@ std::string sgemm_check_args(const SgemmArgs& a) {
 
 const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
   const auto& t = sgemm_rungs();
-  // The highest supported rung: 09 when K % 4 == N % 4 == 0 and the pointers are 16-byte aligned,
-  // else 08 (any shape, any alignment).
-  const Rung<SgemmArgs>* best = best_supported(t, a, d);
-  // The 256x128 rungs leave SMs idle when the grid is under one wave (1024^3 is 32 tiles on 132
-  // SMs); rung 07's 128x128 tile at 2 blocks/SM spreads the same work over 4x the blocks.
-  if (best && best->number >= 8) {
-    const long long tiles256 = ceil_div(a.M, 256) * ceil_div(a.N, 128);
-    const Rung<SgemmArgs>* r07 = find_rung(t, std::string("7"));
-    if (tiles256 < d.sms && r07 && r07->supports(a, d).empty()) best = r07;
+  auto usable = [&](int n) -> const Rung<SgemmArgs>* {
+    const Rung<SgemmArgs>* r = find_rung(t, std::to_string(n));
+    return r && r->supports(a, d).empty() ? r : nullptr;
+  };
+  // The 256x128 rungs leave SMs idle when the grid is well under one wave (1024^3 is 32 tiles on
+  // 132 SMs): when they would leave half the SMs or more idle, the small-shape path (11: 128x128
+  // tiles, 2 blocks/SM, split-K by 2 when even those do not fill the SMs), else rung 07's 128x128
+  // tile. 2048^3 (128 tiles, 97% of one wave) stays on 09: measured 45.0 TFLOP/s against 40.5
+  // for the 128x128 ring (round 2, results/h200/dev).
+  const long long tiles256 = ceil_div(a.M, 256) * ceil_div(a.N, 128);
+  if (2 * tiles256 <= d.sms) {
+    if (const auto* r = usable(11)) return r;
+    if (const auto* r = usable(7)) return r;
   }
-  return best;
+  // Large shapes: 09 (measured fastest, results/h200/dev round 2), else the lean ring (12: A may
+  // be misaligned), else 08 (any shape and alignment).
+  for (int n : {9, 12, 8})
+    if (const auto* r = usable(n)) return r;
+  return best_supported(t, a, d);
 }
 
 void sgemm(const SgemmArgs& a, cudaStream_t stream) {
