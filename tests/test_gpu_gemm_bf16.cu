@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kernels/gemm_bf16/gemm_bf16_rungs.h"
 #include "kernels/common/dtype.h"
 #include "tests/gpu_test.h"
 
@@ -222,6 +223,67 @@ TEST(GemmBf16, StreamKGraphReplayMatchesDirect) {
   cudaStreamDestroy(s);
 }
 
+// Every CTA tile rungs 03 and 04 can choose (the per-shape choice only reaches a few of them on
+// small shapes), forced: rung 03's kernel, rung 04 data-parallel only, and rung 04 with the
+// Stream-K part forced on — the latter bitwise identical on a second launch. A tile that does not
+// fit the device (sm_120's 99 KB of shared memory) throws BadArgument and is skipped.
+TEST(GemmBf16, EveryTileForcedMatchesCpu) {
+  KL_REQUIRE_GPU();
+  using gemm_bf16_detail::Tile;
+  using gemm_bf16_detail::tile_name;
+  const std::vector<Shape3> shapes = {{200, 136, 72}, {300, 520, 1024}, {1000, 1016, 1024}};
+  for (const Shape3& sh : shapes) {
+    Problem p(sh, 9);
+    const int samples = sh.M * sh.N > 100000 ? 1500 : 0;
+    for (int ti = 0; ti < static_cast<int>(Tile::kCount); ++ti) {
+      const Tile t = static_cast<Tile>(ti);
+      const std::string what = std::string(tile_name(t)) + " on " + str(sh);
+      p.poison();
+      try {
+        gemm_bf16_detail::rung03_launch_tile(t, p.args(), nullptr);
+      } catch (const BadArgument& e) {
+        continue;  // does not fit this device
+      }
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 03 " << what;
+      EXPECT_EQ(p.check(samples), "") << "rung 03, tile " << what;
+      for (int sk : {-1, +1}) {
+        if (!gemm_bf16_detail::rung04_supports_tile(t, sk, p.args(), device_info()).empty())
+          continue;  // decode-only or Hopper-only tiles the plan does not instantiate
+        p.poison();
+        ASSERT_NO_THROW(gemm_bf16_detail::rung04_launch_tile(t, sk, p.args(), nullptr)) << what;
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 04 sk=" << sk << " " << what;
+        const std::vector<uint16_t> first = p.download();
+        EXPECT_EQ(p.check(samples), "") << "rung 04 (sk " << sk << "), tile " << what;
+        if (sk > 0) {
+          p.poison();
+          gemm_bf16_detail::rung04_launch_tile(t, sk, p.args(), nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          EXPECT_TRUE(p.download() == first) << "rung 04 Stream-K not bitwise repeatable, " << what;
+        }
+      }
+    }
+  }
+}
+
+// Experiment rows (KL_GEMM_EXP=1 only): numbered 30+ and 50+; each must compute the product.
+TEST(GemmBf16, ExperimentRungsMatchCpu) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  int ran = 0;
+  for (const Shape3& sh : std::vector<Shape3>{{300, 520, 1024}, {4096, 4096, 128}}) {
+    Problem p(sh, 11);
+    for (const auto& rung : table()) {
+      if (rung.number < 30 || !rung.supports(p.args(), d).empty()) continue;
+      p.poison();
+      ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << rung.name;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << rung.name;
+      EXPECT_EQ(p.check(1500), "") << rung.name << " on " << str(sh);
+      ++ran;
+    }
+  }
+  if (ran == 0) GTEST_SKIP() << "no experiment rows (set KL_GEMM_EXP=1)";
+}
+
 TEST(GemmBf16, RefusesUnsupportedWithReason) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
@@ -255,6 +317,28 @@ TEST(GemmBf16, RefusesUnsupportedWithReason) {
   ASSERT_NO_THROW(gemm_bf16(no_ws, nullptr));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(p.check(), "");
+}
+
+// The pick follows the measured per-class lists: never an experiment row, never the cluster
+// multicast rungs (09, 13: 40% slower everywhere measured), always a rung that supports the shape.
+TEST(GemmBf16, PickSkipsSlowAndExperimentRungs) {
+  KL_REQUIRE_GPU();
+  const std::vector<Shape3> shapes = {{1, 4096, 4096},   {16, 11008, 4096}, {64, 11008, 4096},
+                                      {32, 4096, 11008}, {1000, 1000, 1024}, {2048, 2048, 2048},
+                                      {4096, 4096, 4096}, {4097, 1016, 520}};
+  for (const Shape3& sh : shapes) {
+    GemmBf16Args a;
+    // supports() and the pick only look at the pointers' alignment; nothing is launched.
+    a.A = a.W = reinterpret_cast<const bf16*>(uintptr_t(256));
+    a.C = reinterpret_cast<bf16*>(uintptr_t(256));
+    a.M = sh.M, a.N = sh.N, a.K = sh.K;
+    const Rung<GemmBf16Args>* r = gemm_bf16_pick(a, device_info());
+    ASSERT_NE(r, nullptr) << str(sh);
+    EXPECT_NE(r->number, 9) << str(sh);
+    EXPECT_NE(r->number, 13) << str(sh);
+    EXPECT_LT(r->number, 30) << str(sh);
+    EXPECT_EQ(r->supports(a, device_info()), "") << str(sh);
+  }
 }
 
 TEST(GemmBf16, EntryPointOddShapes) {

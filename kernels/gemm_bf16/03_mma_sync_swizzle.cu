@@ -15,7 +15,20 @@
 // (relative tile efficiency), rounds = ceil(tiles / (SMs x CTAs per SM)) on device_info().sms.
 // Decode shapes (M <= 64) take a 16/32/64-row tile with a deeper pipeline.
 //
-// Measured (H200): pending
+// Measured (H200, 2026-11-29; round 1 = git b19d6db+ default bench; round 2 = request gemm1 of the
+// 13:26 batch, sweep8192.jsonl / sweepsk.jsonl): 404.5 TFLOP/s at 8192^3 (round 1: 381.5), 63% of
+// the 646 mma.sync peak and 50% of cuBLAS (803) — short of the 85% (549) target; 380.8 at
+// 4096x11008x4096, 407.4 at 4096x4096x11008, 326.0 at 2048^3, 144.6 at 1024^3 (64x128 tile).
+// Round 2 measured every plausible CTA tile at 8192^3 (tile_efficiency in mma_sync_tile.cuh): the
+// 128x256 tile of 8 warps of 64x64 stays best; 16 warps of 64x32 (4 per scheduler) lose 9-12% —
+// a 64x32 warp tile needs 1.5x the ldmatrix bytes per FLOP and shared memory caps it near 547 —
+// 2 CTAs of 128x128 lose 4%, 3 stages lose 2%, and spreading the next stage's copies over the k
+// slices (CUTLASS's multistage order) loses 8%. What limits it (ncu at 4096^3): the tensor pipe is
+// 59% busy with 30% of issue slots used; 2 warps per scheduler spend 6.3 cycles between issues,
+// the largest share (32%) "wait", the fixed-latency dependency stalls between the HMMA/LDSM
+// stream of one warp; per 64-wide k-step an SM moves 128 KB through ldmatrix and 48 KB through
+// cp.async, 74% of shared-memory bandwidth at 549 TFLOP/s: mma.sync on Hopper is issue- and
+// shared-memory-bound well before its 646 peak (the wgmma rungs read B once per warpgroup).
 #include <cmath>
 #include <string>
 
@@ -52,31 +65,45 @@ void launch_cfg(const GemmBf16Args& a, cudaStream_t s) {
   KL_CHECK_LAUNCH();
 }
 
-// Modelled time of one tile shape: rounds x (CTAs per SM x tile area) / efficiency. The efficiency
-// factors say how close each tile gets to the tensor pipe's peak per SM when the SM is full (bigger
-// warp tiles reuse each ldmatrix over more mma; fewer barriers per FLOP).
+// Modelled time of one tile shape: rounds x (CTAs per SM x tile area) / efficiency (the
+// efficiency says how close each tile gets to the tensor pipe's peak per SM when the SM is full;
+// tile_efficiency in mma_sync_tile.cuh, shared with rung 04).
 template <class Cfg>
-double model(const GemmBf16Args& a, const DeviceInfo& d, double eff) {
+double model(const GemmBf16Args& a, const DeviceInfo& d, Tile t) {
   const int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&k03<Cfg>), d);
   if (per_sm == 0) return INFINITY;
   const double tiles = std::ceil(double(a.M) / Cfg::BM) * std::ceil(double(a.N) / Cfg::BN);
   const double slots = double(d.sms) * per_sm;
-  return std::ceil(tiles / slots) * per_sm * Cfg::BM * Cfg::BN / eff;
+  return std::ceil(tiles / slots) * per_sm * Cfg::BM * Cfg::BN / tile_efficiency(t);
 }
 
-enum class Tile { L, M, S, T, D16, D32 };
+double model_tile(Tile t, const GemmBf16Args& a, const DeviceInfo& d) {
+  switch (t) {
+    case Tile::L: return model<CfgL>(a, d, t);
+    case Tile::M: return model<CfgM>(a, d, t);
+    case Tile::S: return model<CfgS>(a, d, t);
+    case Tile::T: return model<CfgT>(a, d, t);
+    case Tile::X1: return model<CfgX1>(a, d, t);
+    case Tile::X2: return model<CfgX2>(a, d, t);
+    case Tile::X4: return model<CfgX4>(a, d, t);
+    case Tile::X5: return model<CfgX5>(a, d, t);
+    case Tile::X6: return model<CfgX6>(a, d, t);
+    case Tile::X7: return model<CfgX7>(a, d, t);
+    case Tile::X8: return model<CfgX8>(a, d, t);
+    default: return INFINITY;
+  }
+}
 
 Tile choose(const GemmBf16Args& a, const DeviceInfo& d) {
   if (a.M <= 16) return Tile::D16;
   if (a.M <= 32) return Tile::D32;
   if (a.M <= 64) return Tile::T;
-  const double tl = model<CfgL>(a, d, 1.00), tm = model<CfgM>(a, d, 0.90),
-               ts = model<CfgS>(a, d, 0.75), tt = model<CfgT>(a, d, 0.55);
-  Tile best = Tile::L;
-  double bt = tl;
-  if (tm < bt) best = Tile::M, bt = tm;
-  if (ts < bt) best = Tile::S, bt = ts;
-  if (tt < bt) best = Tile::T, bt = tt;
+  Tile best = kPrefillTiles[0];
+  double bt = INFINITY;
+  for (Tile t : kPrefillTiles) {
+    const double m = model_tile(t, a, d);
+    if (m < bt) best = t, bt = m;
+  }
   return best;
 }
 
@@ -87,15 +114,28 @@ std::string rung03_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return basic_supports(a);
 }
 
-void rung03_launch(const GemmBf16Args& a, cudaStream_t s) {
-  switch (choose(a, device_info())) {
+void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s) {
+  switch (t) {
     case Tile::L: return launch_cfg<CfgL>(a, s);
     case Tile::M: return launch_cfg<CfgM>(a, s);
     case Tile::S: return launch_cfg<CfgS>(a, s);
     case Tile::T: return launch_cfg<CfgT>(a, s);
     case Tile::D16: return launch_cfg<CfgD16>(a, s);
     case Tile::D32: return launch_cfg<CfgD32>(a, s);
+    case Tile::X1: return launch_cfg<CfgX1>(a, s);
+    case Tile::X2: return launch_cfg<CfgX2>(a, s);
+    case Tile::X4: return launch_cfg<CfgX4>(a, s);
+    case Tile::X5: return launch_cfg<CfgX5>(a, s);
+    case Tile::X6: return launch_cfg<CfgX6>(a, s);
+    case Tile::X7: return launch_cfg<CfgX7>(a, s);
+    case Tile::X8: return launch_cfg<CfgX8>(a, s);
+    default: break;
   }
+  KL_REQUIRE(false, "rung 03: unknown tile " << static_cast<int>(t));
+}
+
+void rung03_launch(const GemmBf16Args& a, cudaStream_t s) {
+  rung03_launch_tile(choose(a, device_info()), a, s);
 }
 
 }  // namespace kl::gemm_bf16_detail

@@ -1,30 +1,49 @@
-// Rung 04 — Stream-K: a persistent grid over the (tile, k-step) space with a deterministic fixup.
+// Rung 04 — Stream-K: the tail of the (tile, k-step) space split evenly over the card, with a
+// deterministic fixup.
 //
-// Changes from rung 03: the same CTA tile and k-loop (mma_sync_tile.cuh), but the grid is no longer
-// one CTA per output tile. Rung 03 pays ceil(tiles / slots) full rounds: 2048^3 in 128x256 tiles is
-// 128 tiles on 132 SMs (97% busy), 4096^3 is 512 tiles = 3.88 rounds paid as 4, and a decode shape
-// (M = 16, N = 4096) is 64 narrow tiles that leave half the card idle and too few bytes in flight.
-// Here G = SMs x CTAs-per-SM persistent CTAs (one resident set) share the work:
-//   * data-parallel part: whole tiles, round robin, as many full waves as divide evenly, minus one;
-//   * Stream-K part: the remaining tiles (the partial wave plus one full wave, or every tile when
-//     there are fewer tiles than slots) flattened into (tile, k-step) units and cut into G equal
-//     contiguous ranges, one per CTA — no quantization at all. A decode shape thereby splits K.
-// Tiles are visited in grouped raster order (8 tile rows per group) so the tiles in flight share A
-// rows and W columns in L2.
+// Changes from rung 03: the same CTA tiles and k-loop (mma_sync_tile.cuh), a different grid. Rung 03
+// pays ceil(tiles / slots) full rounds: 4096x11008x4096 in 128x256 tiles is 688 tiles = 5.2 waves on
+// 132 SMs paid as 6 (87% busy), and a decode shape (M = 16, N = 4096) is 64 narrow tiles that leave
+// half the card idle with too few bytes in flight. Here the grid has two parts:
+//   * Stream-K CTAs (block indices 0 .. G-1, G <= SMs x CTAs-per-SM, all resident at once): the
+//     last partial wave of tiles plus one full wave (every tile when there are fewer tiles than
+//     slots), flattened into (tile, k-step) units and cut into G contiguous ranges that differ by at
+//     most one unit — no quantization; a decode shape thereby splits K over the whole card;
+//   * data-parallel CTAs (the remaining tiles, whole, one per CTA, after the Stream-K CTAs in
+//     block order): full waves, dispatched by the hardware block scheduler, so an SM that runs slow
+//     simply takes fewer of them (round 1's persistent static round robin lost 8-10% to 03 on
+//     8192^3 and 4096x11008x4096 that way, with its 128x256 kernel also spilling).
+// The plan (host, deterministic in M, N, K and the SM count) models both options for each tile —
+// data-parallel: waves x k-steps; Stream-K: full waves x k-steps + the longest range + the fixup's
+// partial traffic — and takes the cheaper over 03's tile set. At 2048^3 (128 tiles of 128x256 on
+// 132 SMs, 32 k-steps each) the longest Stream-K range is ceil(4096 / 132) = 32 k-steps: nothing to
+// win at k-step granularity, so the plan is data-parallel there and ties 03 by construction.
+// Tiles are visited in grouped raster order (8 tile rows per group; Stream-K tiles first) so the
+// tiles in flight share A rows and W columns in L2.
 // Fixup (Stream-K paper's scheme, made deterministic): a tile split over CTAs c < c+1 < ... < c_last
 // is "owned" by c, the CTA whose range covers its k-step 0; every other piece is the FIRST segment
 // of its CTA's range, so each CTA produces at most one partial: workspace slot c, flag c. A peer
 // stores its fp32 partial and release-stores the launch's epoch into its flag; the owner finishes
-// its own piece [0, x), waits (acquire; warp 0 polls all peers' flags at once) for flags c+1 ..
-// c_last == epoch, resets them to 0, and adds partials c+1, c+2, ... in that order. The sum is ((own + p1) + p2) + ... in K order whichever
-// CTA computed each piece, and the schedule depends only on the shape and the SM count: the output
-// is the same bits every run. Nothing is cleared between launches: a flag only counts if it holds
-// this launch's epoch (a host counter incremented per launch, never 0), and each consumed flag is
-// reset by its owner, so even a CUDA graph replaying one captured launch (same epoch) is safe.
-// Deadlock freedom: G never exceeds the resident capacity, and a peer's first segment never waits.
+// its own piece [0, x) (the last segment of its range, so its peers' pieces, their first, are
+// usually done by then), waits (acquire; warp 0 polls all peers' flags at once) for flags
+// c+1 .. c_last == epoch, resets them to 0, and adds partials c+1, c+2, ... in that order. The sum
+// is ((own + p1) + p2) + ... in K order whichever CTA computed each piece, and the schedule
+// depends only on the shape and the SM count: the output is the same bits every run. Nothing is
+// cleared between launches: a flag only counts if it holds this launch's epoch (a host counter
+// incremented per launch, never 0), and each consumed flag is reset by its owner, so even a CUDA
+// graph replaying one captured launch (same epoch) is safe.
+// Deadlock freedom: G never exceeds the resident capacity, a peer's first segment never waits, and
+// data-parallel CTAs never wait, so whatever holds an SM finishes.
 //
-// Measured (H200): pending
+// Measured (H200, 2026-11-29, request gemm1 of the 13:26 batch, sweepsk.jsonl / sweep8192.jsonl;
+// rung 03 on the same tile in brackets): 4096x11008x4096 394.9 TFLOP/s [380.8], +3.7%; 8192^3 with
+// the Stream-K part on 417.2 [404.5], +3.1%; 2048^3 328.9 [326.0] (data-parallel plan: the same grid
+// as 03). Round 1's persistent version: 340-351 at 4096^3-8192^3, 261 at 2048^3, 8-19% behind 03.
+// Where Stream-K did not pay (measured with it forced on): 4096x4096x11008 -4.5%, 2048^3 -18%,
+// 1024^3 -22% (64x128 tile) — the plan keeps those data-parallel (kSkMaxK, 128x256 only).
+// Decode (round 1, same decode plan): 16.9-20.9 us at N = K = 4096, M = 1..64.
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <string>
 
@@ -36,14 +55,25 @@ namespace {
 
 constexpr int kGroup = 8;       // grouped raster rows
 constexpr int kMaxPerSm = 4;    // CTAs per SM we ever ask for (flag region capacity)
+// Stream-K must beat data-parallel by 2% in the model (8192^3: modelled 2.8%, measured +3.1%;
+// 4096^3: modelled 0.7%, within noise, so data-parallel).
+constexpr double kSkMargin = 0.98;
+// Prefill shapes split only the 128x256 tile and only for K <= 8192. Measured (H200, 2026-11-29,
+// sweep rows 50/56/61 = Stream-K forced on, against rung 03 on the same tile): +3.1% at 8192^3,
+// +4.2% at 4096x11008x4096, but -4.5% at 4096x4096x11008 (half the time in the Stream-K part; each
+// CTA walks ~2 tiles' 5.6 MB A/W panels at a k offset of its own, so the tiles in flight no longer
+// share k-slices in L2), -18% at 2048^3 and -22% at 1024^3 (64x128 tile: every CTA pays two pipeline
+// fills and a partial for 8-16 k-steps of work). The model has no term for either effect.
+constexpr int kSkMaxK = 8192;
 
 struct SkParams {
   int tiles_m, tiles_n, tiles;  // output tiles
   int kt;                       // k-steps per tile
   int sk_tiles;                 // the first sk_tiles tiles (raster order) are Stream-K
   int sk_units;                 // sk_tiles * kt (host checks it fits)
-  float* partials;              // [G][Cfg::ACC * THREADS] fp32, fragment order
-  unsigned* flags;              // [G]
+  int sk_grid;                  // CTAs [0, sk_grid) split the Stream-K units; the rest: 1 tile each
+  float* partials;              // [sk_grid][Cfg::ACC * THREADS] fp32, fragment order
+  unsigned* flags;              // [sk_grid]
   unsigned epoch;               // this launch's epoch (!= 0)
 };
 
@@ -66,40 +96,41 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
     k04(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict__ C, int M, int N,
         int K, SkParams p) {
   extern __shared__ __align__(128) char smem[];
-  const int c = blockIdx.x, G = gridDim.x, tid = threadIdx.x;
+  const int c = blockIdx.x, tid = threadIdx.x;
   float acc[Cfg::MI][Cfg::NI][4];
+
+  if (c >= p.sk_grid) {
+    // Data-parallel part: one whole tile per CTA, dispatched by the hardware block scheduler
+    // after the Stream-K CTAs (lower block indices) — a slow SM simply gets fewer of them.
+    int tm, tn;
+    grouped_tile(p.sk_tiles + (c - p.sk_grid), p.tiles_m, p.tiles_n, kGroup, tm, tn);
+    zero_acc<Cfg>(acc);
+    mainloop<Cfg>(smem, A, W, M, N, K, tm * Cfg::BM, tn * Cfg::BN, 0, p.kt, acc);
+    epilogue_bf16<Cfg>(acc, C, M, N, tm * Cfg::BM, tn * Cfg::BN);
+    return;
+  }
+
+  // Stream-K part: CTA c owns units [range_begin(c), range_begin(c+1)) of the flattened
+  // (tile, k-step) space of tiles 0 .. sk_tiles-1, visited as segments (one per tile touched).
+  const int G = p.sk_grid;
   // acc viewed as float4s: j = mi * NI + ni (the partial's layout: float4 j of thread t at
   // j * THREADS + t, so every partial store/load is a fully coalesced 16-byte access).
   float4* acc4 = reinterpret_cast<float4*>(&acc[0][0][0]);
   constexpr int kVec = Cfg::ACC / 4;
-
   // Peers' partials loaded together in the fixup: ~8 extra float4 registers (decode tiles).
   constexpr int kBatch = kVec >= 8 ? 1 : 8 / kVec;
 
-  // One loop over this CTA's work items, so the k-loop is instantiated once: first the Stream-K
-  // segments of its range [u, u_end) (pieces of tiles 0 .. sk_tiles-1), then its data-parallel
-  // whole tiles sk_tiles + c, + G, ... (the same count for every CTA).
-  int u = p.sk_units > 0 ? range_begin(c, p.sk_units, G) : 0;
-  int t_dp = p.sk_tiles + c;
+  int u = range_begin(c, p.sk_units, G);
   while (true) {
-    int tile, kb, ke;
-    // (u_end recomputed per item rather than held across the k-loop: one register fewer there.)
-    const int u_end = p.sk_units > 0 ? range_begin(c + 1, p.sk_units, G) : 0;
-    if (u < u_end) {
-      tile = u / p.kt;
-      kb = u - tile * p.kt;
-      const int tile_end = (tile + 1) * p.kt;
-      const int seg_end = u_end < tile_end ? u_end : tile_end;
-      ke = seg_end - tile * p.kt;
-      u = seg_end;
-    } else if (t_dp < p.tiles) {
-      tile = t_dp;
-      kb = 0;
-      ke = p.kt;
-      t_dp += G;
-    } else {
-      break;
-    }
+    // (u_end recomputed per segment rather than held across the k-loop: one register fewer there.)
+    const int u_end = range_begin(c + 1, p.sk_units, G);
+    if (u >= u_end) break;
+    const int tile = u / p.kt;
+    const int kb = u - tile * p.kt;
+    const int tile_end = (tile + 1) * p.kt;
+    const int seg_end = u_end < tile_end ? u_end : tile_end;
+    const int ke = seg_end - tile * p.kt;
+    u = seg_end;
     int tm, tn;
     grouped_tile(tile, p.tiles_m, p.tiles_n, kGroup, tm, tn);
     zero_acc<Cfg>(acc);
@@ -120,6 +151,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
       const int last_unit = (tile + 1) * p.kt - 1;
       // floor guess of the CTA holding last_unit, then step to the exact one
       int cl = static_cast<int>(static_cast<long long>(last_unit) * G / p.sk_units);
+      if (cl < c + 1) cl = c + 1;
       while (cl + 1 < G && range_begin(cl + 1, p.sk_units, G) <= last_unit) ++cl;
       // Warp 0 polls all the peers' flags at once (lane i: flag c+1+i, ...), so the wait costs one
       // L2 round trip, not one per peer; each consumed flag is reset to 0 so the next launch must
@@ -160,13 +192,12 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
   }
 }
 
-enum class Tile { L, M, T, D16, D32 };
-
 // The schedule for one shape (host). Deterministic in (M, N, K, SM count).
 struct Plan {
   Tile tile = Tile::L;
-  int grid = 0;   // CTAs launched
+  int grid = 0;   // CTAs launched: sk_grid Stream-K CTAs + one per data-parallel tile
   int g0 = 0;     // resident capacity: SMs x CTAs per SM
+  double cost = 0;  // modelled time (arbitrary units, comparable across tiles)
   SkParams p{};
   size_t flag_bytes = 0, partial_bytes = 0;
 };
@@ -177,46 +208,98 @@ size_t flag_region(const DeviceInfo& d) {
   return (static_cast<size_t>(d.sms) * kMaxPerSm * sizeof(unsigned) + 255) / 256 * 256;
 }
 
+// Plans tile Cfg: data-parallel only, or Stream-K for the last partial wave plus one full wave
+// (every tile when there are fewer tiles than slots) with the remaining full waves data-parallel;
+// whichever the model says is faster, unless `sk` forces the choice (+1 Stream-K, -1 not, 0 model).
+// Model, in k-steps of this tile: data-parallel = waves x kt; Stream-K = full DP waves x kt + the
+// longest Stream-K range + the fixup (a peer writes its fp32 partial, the owner reads it: each
+// BM x BN x 4 bytes, as costly as loading BM*BN*4 / ((BM+BN)*128) k-steps of operands).
+// `eff` converts to time across tiles (tile_efficiency).
 template <class Cfg>
-bool plan_cfg(int M, int N, int K, const DeviceInfo& d, Plan& pl) {
+bool plan_cfg(Tile t, int M, int N, int K, const DeviceInfo& d, int sk, Plan& pl) {
   int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&k04<Cfg>), d);
   if (per_sm == 0) return false;
   per_sm = std::min(per_sm, kMaxPerSm);
   const int G0 = d.sms * per_sm;
+  pl = Plan{};
+  pl.tile = t;
   pl.g0 = G0;
   SkParams& p = pl.p;
   p.tiles_m = (M + Cfg::BM - 1) / Cfg::BM;
   p.tiles_n = (N + Cfg::BN - 1) / Cfg::BN;
   p.tiles = p.tiles_m * p.tiles_n;
   p.kt = (K + Cfg::BK - 1) / Cfg::BK;
-  if (p.tiles % G0 == 0) p.sk_tiles = 0;             // whole waves: plain data-parallel
-  else if (p.tiles < G0) p.sk_tiles = p.tiles;       // under one wave: everything Stream-K
-  else p.sk_tiles = p.tiles % G0 + G0;               // partial wave + one full wave
+  const double kstep_time = double(per_sm) * Cfg::BM * Cfg::BN / tile_efficiency(t);
+  const double dp_cost = double((p.tiles + G0 - 1) / G0) * p.kt;
+  int sk_tiles = 0;
+  if (p.tiles % G0 != 0) sk_tiles = p.tiles < G0 ? p.tiles : p.tiles % G0 + G0;
+  double sk_cost = INFINITY;
+  if (sk_tiles > 0) {
+    const long long units = static_cast<long long>(sk_tiles) * p.kt;
+    const int grid = static_cast<int>(std::min<long long>(G0, units));
+    const double longest = std::ceil(double(units) / grid);
+    const double fix = double(Cfg::BM) * Cfg::BN * 4 / ((Cfg::BM + Cfg::BN) * 128.0);
+    // pieces per split tile beyond the owner's: the owner reads them all, a peer writes one
+    const double peers = std::ceil(p.kt / longest);
+    sk_cost = double((p.tiles - sk_tiles) / G0) * p.kt + longest + fix * (1 + peers);
+  }
+  // Stream-K only when the model says it wins by more than its own error: the fixup's cost is a
+  // rough estimate, and at a tie the data-parallel grid is the same kernel as rung 03.
+  const bool use_sk = sk > 0 ? sk_tiles > 0 : sk < 0 ? false : sk_cost < kSkMargin * dp_cost;
+  p.sk_tiles = use_sk ? sk_tiles : 0;
   KL_REQUIRE(static_cast<long long>(p.sk_tiles) * p.kt * G0 < (1ll << 62) &&
-                 static_cast<long long>(p.sk_tiles) * p.kt < (1ll << 31),
+                 static_cast<long long>(p.sk_tiles) * p.kt < (1ll << 31) &&
+                 static_cast<long long>(p.tiles) < (1ll << 31),
              "rung 04: shape too large for the Stream-K unit index");
   p.sk_units = p.sk_tiles * p.kt;
-  pl.grid = p.sk_tiles ? std::min(G0, p.sk_units) : G0;
+  p.sk_grid = p.sk_tiles ? std::min(G0, p.sk_units) : 0;
+  pl.grid = p.sk_grid + (p.tiles - p.sk_tiles);
+  pl.cost = (use_sk ? sk_cost : dp_cost) * kstep_time;
   pl.flag_bytes = flag_region(d);
-  pl.partial_bytes = p.sk_tiles ? static_cast<size_t>(pl.grid) * Cfg::ACC * Cfg::THREADS * sizeof(float) : 0;
+  pl.partial_bytes =
+      static_cast<size_t>(p.sk_grid) * Cfg::ACC * Cfg::THREADS * sizeof(float);
   return true;
 }
 
+bool plan_tile(Tile t, int M, int N, int K, const DeviceInfo& d, int sk, Plan& pl) {
+  switch (t) {
+    case Tile::L: return plan_cfg<CfgL>(t, M, N, K, d, sk, pl);
+    case Tile::M: return plan_cfg<CfgM>(t, M, N, K, d, sk, pl);
+    case Tile::S: return plan_cfg<CfgS>(t, M, N, K, d, sk, pl);
+    case Tile::T: return plan_cfg<CfgT>(t, M, N, K, d, sk, pl);
+    case Tile::D16: return plan_cfg<CfgD16>(t, M, N, K, d, sk, pl);
+    case Tile::D32: return plan_cfg<CfgD32>(t, M, N, K, d, sk, pl);
+    case Tile::X1: return plan_cfg<CfgX1>(t, M, N, K, d, sk, pl);
+    case Tile::X2: return plan_cfg<CfgX2>(t, M, N, K, d, sk, pl);
+    case Tile::X7: return plan_cfg<CfgX7>(t, M, N, K, d, sk, pl);
+    case Tile::X8: return plan_cfg<CfgX8>(t, M, N, K, d, sk, pl);
+    default: return false;
+  }
+}
+
+// The plan rung 04 runs: the decode tile fixed by M (as rung 03), Stream-K per the model; else the
+// cheapest of the prefill tiles, the 128x256 one planned data-parallel or Stream-K by the model
+// (K <= kSkMaxK), the others data-parallel (rung 03's grid).
 Plan make_plan(int M, int N, int K, const DeviceInfo& d) {
-  Plan pl;
+  Plan best, pl;
   bool ok = false;
-  if (M <= 16) pl.tile = Tile::D16, ok = plan_cfg<CfgD16>(M, N, K, d, pl);
-  else if (M <= 32) pl.tile = Tile::D32, ok = plan_cfg<CfgD32>(M, N, K, d, pl);
-  else if (M <= 64) pl.tile = Tile::T, ok = plan_cfg<CfgT>(M, N, K, d, pl);
-  else {
-    // The big 128x256 tile whenever it gives at least half a wave of tiles (Stream-K removes the
-    // quantization, so the biggest, most efficient tile wins); else 128x128.
-    pl.tile = Tile::L;
-    ok = plan_cfg<CfgL>(M, N, K, d, pl) && pl.p.tiles * 2 >= pl.g0;
-    if (!ok) pl = Plan{}, pl.tile = Tile::M, ok = plan_cfg<CfgM>(M, N, K, d, pl);
-    if (!ok) pl = Plan{}, pl.tile = Tile::T, ok = plan_cfg<CfgT>(M, N, K, d, pl);
+  if (M <= 64) {
+    const Tile t = M <= 16 ? Tile::D16 : M <= 32 ? Tile::D32 : Tile::T;
+    ok = plan_tile(t, M, N, K, d, 0, best);
+  } else {
+    for (Tile t : kPrefillTiles) {
+      const int sk = (t == Tile::L && K <= kSkMaxK) ? 0 : -1;  // see kSkMaxK
+      if (plan_tile(t, M, N, K, d, sk, pl) && (!ok || pl.cost < best.cost)) best = pl, ok = true;
+    }
   }
   KL_REQUIRE(ok, "rung 04: no Stream-K tile fits this device");
+  return best;
+}
+
+Plan make_plan_tile(Tile t, int sk, int M, int N, int K, const DeviceInfo& d) {
+  Plan pl;
+  KL_REQUIRE(plan_tile(t, M, N, K, d, sk, pl),
+             "rung 04: tile " << tile_name(t) << " does not fit this device");
   return pl;
 }
 
@@ -234,18 +317,26 @@ void launch_cfg(const GemmBf16Args& a, Plan pl, cudaStream_t s) {
   KL_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-size_t streamk_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
-  const Plan pl = make_plan(M, N, K, d);
-  return pl.flag_bytes + pl.partial_bytes;
+void launch_plan(const GemmBf16Args& a, const Plan& pl, cudaStream_t s) {
+  switch (pl.tile) {
+    case Tile::L: return launch_cfg<CfgL>(a, pl, s);
+    case Tile::M: return launch_cfg<CfgM>(a, pl, s);
+    case Tile::S: return launch_cfg<CfgS>(a, pl, s);
+    case Tile::T: return launch_cfg<CfgT>(a, pl, s);
+    case Tile::D16: return launch_cfg<CfgD16>(a, pl, s);
+    case Tile::D32: return launch_cfg<CfgD32>(a, pl, s);
+    case Tile::X1: return launch_cfg<CfgX1>(a, pl, s);
+    case Tile::X2: return launch_cfg<CfgX2>(a, pl, s);
+    case Tile::X7: return launch_cfg<CfgX7>(a, pl, s);
+    case Tile::X8: return launch_cfg<CfgX8>(a, pl, s);
+    default: KL_REQUIRE(false, "rung 04: tile " << tile_name(pl.tile) << " not instantiated");
+  }
 }
 
-std::string rung04_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string supports_plan(const GemmBf16Args& a, const DeviceInfo& d, size_t need) {
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16, cp.async, ldmatrix)";
   std::string why = basic_supports(a);
   if (!why.empty()) return why;
-  const size_t need = streamk_workspace_bytes(a.M, a.N, a.K, d);
   if (a.workspace_bytes < need || (need && !a.workspace))
     return "needs a workspace of " + std::to_string(need) + " bytes (have " +
            std::to_string(a.workspace ? a.workspace_bytes : 0) +
@@ -254,15 +345,44 @@ std::string rung04_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void rung04_launch(const GemmBf16Args& a, cudaStream_t s) {
-  const Plan pl = make_plan(a.M, a.N, a.K, device_info());
-  switch (pl.tile) {
-    case Tile::L: return launch_cfg<CfgL>(a, pl, s);
-    case Tile::M: return launch_cfg<CfgM>(a, pl, s);
-    case Tile::T: return launch_cfg<CfgT>(a, pl, s);
-    case Tile::D16: return launch_cfg<CfgD16>(a, pl, s);
-    case Tile::D32: return launch_cfg<CfgD32>(a, pl, s);
+}  // namespace
+
+size_t streamk_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
+  // Enough for whichever plan rung 04 makes for this shape, and (prefill shapes) for any tile forced
+  // with the Stream-K part on (tests, experiment rows): the largest Stream-K grid times that tile's
+  // partial. Decode shapes only ever use the tile M decides (a few MB, not 17).
+  size_t need = 0;
+  for (int i = 0; i < static_cast<int>(Tile::kCount); ++i) {
+    const Tile t = static_cast<Tile>(i);
+    if (M <= 64 && t != (M <= 16 ? Tile::D16 : M <= 32 ? Tile::D32 : Tile::T)) continue;
+    Plan pl;
+    if (plan_tile(t, M, N, K, d, +1, pl)) need = std::max(need, pl.flag_bytes + pl.partial_bytes);
   }
+  return need;
+}
+
+std::string rung04_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = basic_supports(a);
+  if (d.cc() < 80 || !why.empty()) return supports_plan(a, d, 0);
+  const Plan pl = make_plan(a.M, a.N, a.K, d);
+  return supports_plan(a, d, pl.flag_bytes + pl.partial_bytes);
+}
+
+void rung04_launch(const GemmBf16Args& a, cudaStream_t s) {
+  launch_plan(a, make_plan(a.M, a.N, a.K, device_info()), s);
+}
+
+std::string rung04_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = basic_supports(a);
+  if (d.cc() < 80 || !why.empty()) return supports_plan(a, d, 0);
+  Plan pl;
+  if (!plan_tile(t, a.M, a.N, a.K, d, sk, pl))
+    return std::string("tile ") + tile_name(t) + " does not fit this device";
+  return supports_plan(a, d, pl.flag_bytes + pl.partial_bytes);
+}
+
+void rung04_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s) {
+  launch_plan(a, make_plan_tile(t, sk, a.M, a.N, a.K, device_info()), s);
 }
 
 }  // namespace kl::gemm_bf16_detail

@@ -1,5 +1,6 @@
 // kernels/gemm_bf16/gemm_bf16.cu — the rung table (written once), the entry point and its pick,
 // the workspace size, and helpers the part-1 rung files share.
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -44,6 +45,64 @@ int occupancy(const void* fn, int threads, int smem_bytes, const DeviceInfo& d) 
   return n;
 }
 
+const char* tile_name(Tile t) {
+  switch (t) {
+    case Tile::L: return "128x256_w64x64_s4";
+    case Tile::M: return "128x128_w64x32_s3_2cta";
+    case Tile::S: return "64x128_w32x32_s4_2cta";
+    case Tile::T: return "64x64_w32x32_s4_3cta";
+    case Tile::D16: return "16x64_s6";
+    case Tile::D32: return "32x64_s6";
+    case Tile::X1: return "128x256_16w64x32_s4";
+    case Tile::X2: return "256x128_16w64x32_s4";
+    case Tile::X4: return "128x128_4w64x64_s3_2cta";
+    case Tile::X5: return "256x128_w64x64_s4";
+    case Tile::X6: return "128x256_w64x64_s3";
+    case Tile::X7: return "128x256_w64x64_s4_ilv";
+    case Tile::X8: return "128x256_16w64x32_s4_ilv";
+    default: return "?";
+  }
+}
+
+// Experiment rows (only with KL_GEMM_EXP=1 in the environment; never in the default table): rung 03
+// and rung 04 with each CTA tile forced, numbered 30 + tile and 50 + tile, so one bench run can
+// measure every tile on the same inputs.
+template <Tile T>
+void launch03_tile(const GemmBf16Args& a, cudaStream_t s) { rung03_launch_tile(T, a, s); }
+template <Tile T>
+void launch04_tile(const GemmBf16Args& a, cudaStream_t s) { rung04_launch_tile(T, +1, a, s); }
+template <Tile T>
+std::string supports04_tile(const GemmBf16Args& a, const DeviceInfo& d) {
+  return rung04_supports_tile(T, +1, a, d);
+}
+template <Tile T>
+std::string supports03_tile(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = rung03_supports(a, d);
+  if (why.empty() && d.smem_optin < 192 * 1024) why = "experiment tiles assume Hopper's smem";
+  return why;
+}
+template <Tile T>
+void add_exp(std::vector<Rung<GemmBf16Args>>& t) {
+  static const std::string n3 = std::string("x03_") + tile_name(T),
+                           n4 = std::string("x04_") + tile_name(T);
+  t.push_back({30 + static_cast<int>(T), n3.c_str(), "experiment: rung 03, tile forced",
+               supports03_tile<T>, launch03_tile<T>});
+  if (T == Tile::L || T == Tile::M || T == Tile::X1 || T == Tile::X2 || T == Tile::X7)
+    t.push_back({50 + static_cast<int>(T), n4.c_str(), "experiment: rung 04, tile forced, Stream-K part forced on",
+                 supports04_tile<T>, launch04_tile<T>});
+}
+void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
+  add_exp<Tile::L>(t);
+  add_exp<Tile::M>(t);
+  add_exp<Tile::X1>(t);
+  add_exp<Tile::X2>(t);
+  add_exp<Tile::X4>(t);
+  add_exp<Tile::X5>(t);
+  add_exp<Tile::X6>(t);
+  add_exp<Tile::X7>(t);
+  add_exp<Tile::X8>(t);
+}
+
 }  // namespace gemm_bf16_detail
 
 const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
@@ -60,10 +119,12 @@ const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
          "mma.sync + ldmatrix, XOR-swizzled 4-stage tile, bf16-pair epilogue, tile per wave count",
          rung03_supports, rung03_launch},
         {4, "stream_k",
-         "persistent Stream-K over (tile, k-step), grouped raster, deterministic epoch fixup",
+         "Stream-K over the last wave's (tile, k-step) units + hardware-scheduled whole tiles, "
+         "deterministic epoch fixup",
          rung04_supports, rung04_launch},
     };
     gemm_bf16_append_hopper_rungs(t);
+    if (const char* e = std::getenv("KL_GEMM_EXP"); e && *e == '1') append_experiment_rungs(t);
     return t;
   }();
   return table;
@@ -75,22 +136,64 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
   return gemm_bf16_detail::streamk_workspace_bytes(M, N, K, d);
 }
 
+// The entry point's choice: per shape class, the rungs in order of MEASURED speed on the H200
+// (fastest first; docs/gemm_bf16.md "Which rung the entry point runs" has the rows). The first rung
+// in the list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses
+// without a workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13
+// (cluster multicast) are in no list: 40% slower than 08/12 on every shape measured.
+namespace {
+enum class ShapeClass { DecodeOne, Decode, DecodeWide, DecodeWide64, SmallPrefill, Prefill };
+
+ShapeClass classify(const GemmBf16Args& a) {
+  if (a.M <= 64) {
+    // Decode streams W. With N >= 8192 there are >= 128 64-column strips: a full card of CTAs at
+    // M <= 32 without splitting K, and rung 03 (no fixup) measured ahead (N = 11008: 26.4-29.0 us
+    // vs 04's 30.2-33.5 and 10's 27.5-41.4). At M = 64 the TMA split-K rung 11 led (34.1 us vs
+    // 35.6 for 04). Narrow N: 04 (K split over the card) led or tied at M >= 16 (4096x4096: 16.9-
+    // 20.9 us vs 11's 17.1-22.7); a single token (M <= 8, one n8 fragment) went to 11 (16.3 vs 16.9
+    // us at K = 4096, 30.5 vs 31.8 at K = 11008).
+    if (a.N >= 8192) return a.M <= 32 ? ShapeClass::DecodeWide : ShapeClass::DecodeWide64;
+    return a.M <= 8 ? ShapeClass::DecodeOne : ShapeClass::Decode;
+  }
+  // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
+  // 128x128 wgmma rung 05 and rung 03's 64x128 tile measured ahead (1024^3: 14.5 / 14.8 us vs 08's
+  // 16.8).
+  if (static_cast<long long>(a.M) * a.N <= (2ll << 20)) return ShapeClass::SmallPrefill;
+  // Everything larger: rung 12 (08 with a 4-deep ring) led at 2048^3 .. 8192^3 (632-817 TFLOP/s),
+  // then 08; part 1's Stream-K hybrid (= 03's grid where it does not split) ahead of 03.
+  return ShapeClass::Prefill;
+}
+
+const std::vector<int>& preference(ShapeClass c) {
+  static const std::vector<int> kDecodeOne = {11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode = {4, 11, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecodeWide = {3, 10, 4, 11, 2, 1, 0};
+  static const std::vector<int> kDecodeWide64 = {11, 4, 3, 10, 2, 1, 0};
+  static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
+  static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+  switch (c) {
+    case ShapeClass::DecodeOne: return kDecodeOne;
+    case ShapeClass::Decode: return kDecode;
+    case ShapeClass::DecodeWide: return kDecodeWide;
+    case ShapeClass::DecodeWide64: return kDecodeWide64;
+    case ShapeClass::SmallPrefill: return kSmallPrefill;
+    default: return kPrefill;
+  }
+}
+}  // namespace
+
 const Rung<GemmBf16Args>* gemm_bf16_pick(const GemmBf16Args& args, const DeviceInfo& d) {
   const auto& table = gemm_bf16_rungs();
-  // Preference per shape class, best first; the first rung that supports the shape wins, and
-  // rung numbers the table does not have are passed over. Without measurements this is "highest
-  // rung first" (each rung is meant to beat the one before it), with one part-1 fact built in:
-  // 04 (Stream-K) is never behind 03 in the model (same CTA tile, no wave quantization, K split for
-  // decode) but needs a workspace; without one, 03 computes everything 04 does.
-  // The lead re-orders these lists from the measured results (docs/gemm_bf16.md).
-  static const std::vector<int> kDecode = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};  // M <= 64
-  static const std::vector<int> kPrefill = {10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
-  const std::vector<int>& order = args.M <= 64 ? kDecode : kPrefill;
-  for (int n : order) {
+  for (int n : preference(classify(args))) {
     const Rung<GemmBf16Args>* r = find_rung(table, std::to_string(n));
     if (r && r->supports(args, d).empty()) return r;
   }
-  return best_supported(table, args, d);  // a rung numbered past the lists
+  // Nothing in the list: any supported rung, experiment rows (30+) excluded.
+  const Rung<GemmBf16Args>* best = nullptr;
+  for (const auto& r : table)
+    if (r.number < 30 && r.supports(args, d).empty() && (!best || r.number > best->number))
+      best = &r;
+  return best;
 }
 
 void gemm_bf16(const GemmBf16Args& args, cudaStream_t stream) {

@@ -19,6 +19,17 @@ KL_GEMM_BF16_RUNG(03)
 KL_GEMM_BF16_RUNG(04)
 #undef KL_GEMM_BF16_RUNG
 
+// The CTA tiles of rungs 03 and 04 (mma_sync_tile.cuh has their shapes). The rungs choose one per
+// call; tests and the bench's experiment rows force each one through the *_tile entry points.
+enum class Tile { L, M, S, T, D16, D32, X1, X2, X4, X5, X6, X7, X8, kCount };
+const char* tile_name(Tile t);
+void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s);
+// Rung 04 with a forced tile; sk = +1 forces the Stream-K part on (whenever the tiles do not fill
+// whole waves), -1 off (data-parallel only), 0 lets the model decide, as the rung does. Supports:
+// "" or why not (the tile does not fit the device, workspace too small).
+std::string rung04_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d);
+void rung04_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s);
+
 // Shape / pointer checks every part-1 rung shares: M, N, K > 0; N and K multiples of 8 (one
 // 16-byte chunk); A, W, C 16-byte aligned. "" = fine, else the reason.
 std::string basic_supports(const GemmBf16Args& a);
