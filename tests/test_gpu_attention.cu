@@ -38,6 +38,7 @@ const std::vector<Case> kCases = {
     {1, 16, 16, 16, 16, 128, true},    // Sq = Skv = 16 causal (decode path, square)
     {1, 4, 4, 256, 1024, 128, false},  // few tiles: rung 03 splits every tile's KV range
     {1, 4, 2, 192, 192, 64, true},     // causal, 128-row tiles, last tile ragged
+    {1, 2, 1, 260, 400, 128, true},    // causal, Sq < Skv, GQA, 3 query tiles: diagonal in each m-tile
 };
 
 struct Problem {

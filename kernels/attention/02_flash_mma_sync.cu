@@ -3,34 +3,46 @@
 // Change from rung 01: the two products move to the tensor cores (mma.sync.m16n8k16, bf16 in,
 // fp32 accumulate) and everything else is rearranged around their fragment layouts
 // (flash_mma.cuh has the kernel and the layout reasoning):
-//   * a 128-row Q tile, 8 warps x 16 rows; each warp's Q fragments are loaded once with ldmatrix and
-//     stay in registers for the whole KV loop;
+//   * a 128-row Q tile, 4 warps x 32 rows (two m16 tiles per warp): every K and V fragment read
+//     from shared memory feeds two mmas, so the ldmatrix stream per FLOP is half that of 16 rows
+//     per warp (which needs 154 B/clk of the SM's 128: shared memory, not the tensor pipe, was the
+//     roof). Q fragments are re-read from shared memory per k-step (2 x (O + S + Q) fragments do
+//     not fit in 255 registers); D = 128: 2-stage ring, 96 KB, 2 blocks/SM;
 //   * S = Q K^T with K read by plain ldmatrix (K rows are the B operand's columns), O += P V with V
 //     read by ldmatrix.trans; P is packed to bf16 straight from the S accumulators into the A
 //     layout of the next mma, so it never touches shared memory;
 //   * the row max / sum live on the accumulator fragments (register loop + 2 quad shuffles), exp2
-//     with scale*log2(e) folded into one ffma per score;
-//   * K and V stream through a 3-stage cp.async pipeline into XOR-swizzled shared memory (no
-//     padding, conflict-free ldmatrix), one __syncthreads per 64-key tile;
+//     with scale*log2(e) folded into one ffma per score; O is rescaled only when a row max of the
+//     warp moved (warp vote);
+//   * K and V stream through a cp.async ring into XOR-swizzled shared memory (no padding,
+//     conflict-free ldmatrix; one offset register per operand, k-steps by XOR), one __syncthreads
+//     per 64-key tile;
 //   * causal: key tiles past the tile's diagonal are never loaded, only the diagonal tiles pay
 //     for the mask; the heaviest query tiles are launched first.
-// What limits it: per warp, every K and V element read by ldmatrix feeds 16 query rows, so shared
-// memory bandwidth and the softmax between the two products (no overlap: both warps of a
-// scheduler wait on the same barrier) keep the tensor pipe below its mma.sync peak.
-// Measured (H200): pending
+// Round 2 (measured, request attn1-1, H200, S=4096 D=128 non-causal / causal / D=64 non-causal):
+// round 1's 8 warps x 16 rows (Q in registers, 3 stages, 1 block/SM) ran 280 / 270 / 263 TFLOP/s
+// in the same run; 4 warps x 32 rows ran 336 / 316 / 286 (8 warps x 32 rows 334 / 306 / 264,
+// 4 warps x 16 rows at 2 blocks/SM 298 / 293 / 266, 4 x 32 rows with 32-key tiles 326 / 309 / 243).
+// What limits it: the softmax between the two products of one warp (no overlap inside a warp;
+// 2 warps per scheduler) and the MUFU exp2 (64 per thread per tile) -- see docs/attention.md.
+// Measured (H200, 2026-11-29, request attn1 r2-1, .lease/results/attn1/pre_b.jsonl): B=1, H=32,
+// S=4096, D=128: 336 TFLOP/s non-causal, 316 causal; D=64 non-causal 286 (round 1: 310 / 298 /
+// 255; same run, round 1's tile: 280 / 270 / 263). Targets 1.2x FA2 = 410 / 307: causal met,
+// non-causal not (82%).
 #include "attention/attention_internal.h"
 #include "attention/flash_mma.cuh"
 
 namespace kl {
 namespace {
 
+// 4 warps x 2 m-tiles = 128 query rows, 64-key tiles; D = 128: 2-stage ring, 96 KB, 2 blocks/SM
+// (255 registers each); D = 64: 3 stages, 64 KB.
 template <int D>
-using Cfg02 = flash::Cfg<D, 8, 64, 3>;
+using Cfg02 = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2>;
 
 template <class C>
 void run_flash(const AttentionArgs& a, cudaStream_t s) {
-  KL_CHECK(cudaFuncSetAttribute(flash::flash_mma_kernel<C>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+  attention_smem_optin(reinterpret_cast<const void*>(flash::flash_mma_kernel<C>), C::SMEM);
   flash::Params p{};
   p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
   p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;

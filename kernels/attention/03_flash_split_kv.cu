@@ -1,6 +1,6 @@
 // kernels/attention/03_flash_split_kv.cu — rung 03: a schedule on top of rung 02's kernel.
 //
-// Change from rung 02: how the work is cut, not the inner loop.
+// Change from rung 02: how the work is cut, not the inner loop (rung 02's kernel, flash_mma.cuh).
 //  * Tail wave: with W = SMs x resident blocks, a prefill launch of T query tiles runs
 //    floor(T / W) full waves and then T % W tiles alone on as many SMs. When that tail is at most
 //    half a wave (and the problem is non-causal, or is entirely that tail), each tail tile's KV range
@@ -8,18 +8,27 @@
 //    the idle SMs and write an fp32 partial O plus its base-2 log-sum-exp to the workspace; a combine
 //    kernel merges them in split order (deterministic). Causal launches rely on heaviest-first
 //    order instead: their last wave is made of the lightest tiles.
-//  * Small query counts: Sq <= 64 uses a 64-row tile (4 warps) instead of 128 rows, so a 40-query
-//    chunk does not compute 88 padding rows.
+//  * Small query counts: Sq <= 64 uses a 64-row tile (4 warps x 16 rows) instead of 128 rows, so a
+//    40-query chunk does not compute 88 padding rows.
 //  * Decode (Sq <= 16): the G = Hq / Hkv query heads that share a KV head are packed with their Sq
 //    queries into the M dimension of one 16-row tile (rows r = head_in_group * Sq + i), so each KV
 //    head is streamed from DRAM once per 16 packed rows instead of once per query head; the 4 warps
 //    of a block take 16 keys each of every 64-key tile (one m16n8k16 k-step of P V), each with its
 //    own online-softmax state, merged through shared memory at the end; the KV range is split over
-//    enough blocks to fill the card (a small cost model picks the count) and merged by the combine
-//    kernel. A 4-stage cp.async pipeline keeps 96 KB (D = 128) of K/V in flight per SM.
+//    enough blocks to fill the card (a small cost model picks the count, >= 2 key tiles a piece)
+//    and merged by the combine kernel, launched as a programmatic dependent launch on sm_90 so its
+//    launch overlaps the split kernel. A 4-stage cp.async ring keeps 96 KB (D = 128) of K/V in
+//    flight per SM.
 // Without a large enough workspace the rung still runs, unsplit.
-// What limits it: decode is a DRAM stream (K and V read once); prefill is rung 02's kernel.
-// Measured (H200): pending
+// What limits it: decode is a DRAM stream (K and V read once) plus a fixed cost per step (launch,
+// clock-up of 132 SMs, one DRAM round trip before the first tile, the combine) that the small
+// caches cannot amortize: B=1, Hkv=8, Skv=4096 is 16.8 MB, 4 us at 4.2 TB/s. Prefill is rung 02's
+// kernel.
+// Measured (H200, 2026-11-29, request attn1 r2-1, .lease/results/attn1/dec_4.jsonl, event / graph
+// time, vs the same-run cudaMemcpy of the same bytes): decode B=1,Hkv=8,Skv=4096 15.6 / 12.1 us
+// (copy 7.6 / 5.1 us: 49% / 42% of copy); B=1,Hkv=32,Skv=4096 24.6 / 21.7 us (copy 20.1 / 17.5:
+// 82% / 81%); B=8,Hkv=8,Skv=4096 40.4 / 37.3 us (88% / 89%); B=1,Hkv=8,Skv=32768 42.5 / 39.4 us
+// (84% / 85%). Round 1: 16.6, 26.9, 41.0, 43.6 us. Prefill: see rung 02 (same kernel).
 #include <algorithm>
 #include <climits>
 
@@ -35,17 +44,17 @@ constexpr int kDecRows = 16;    // packed query rows per block (one m16 tile)
 constexpr int kDecBN = 64;      // keys per pipeline stage; warp w takes keys 16w..16w+15
 constexpr int kDecWarps = 4;
 constexpr int kDecThreads = 32 * kDecWarps;
-constexpr int kDecStages = 4;
 static_assert(kDecBN == 16 * kDecWarps, "each warp owns one 16-key k-step of every tile");
 
-template <int D>
+// STAGES-deep cp.async ring of 64-key K/V tiles.
+template <int D, int STAGES>
 struct DecCfg {
   static constexpr int CH = D / 8;
   static constexpr int KV_ELEMS = kDecBN * D;
   static constexpr int OSTRIDE = D + 4;  // fp32 merge buffer row stride (floats), 16-B aligned
-  static constexpr int SMEM = (kDecRows * D + kDecStages * 2 * KV_ELEMS) * 2;
+  static constexpr int SMEM = (kDecRows * D + STAGES * 2 * KV_ELEMS) * 2;
   static_assert((kDecWarps * kDecRows * OSTRIDE + 2 * kDecWarps * kDecRows) * 4 <=
-                    kDecStages * 2 * KV_ELEMS * 2,
+                    STAGES * 2 * KV_ELEMS * 2,
                 "the warp-merge buffer fits in the (drained) K/V stages");
   static_assert((kDecBN * CH) % kDecThreads == 0 && (kDecRows * CH) % kDecThreads == 0, "copies");
 };
@@ -64,9 +73,10 @@ struct DecParams {
   float* ws_lse;  // [tile][split][16]
 };
 
-template <int D>
+template <int D, int STAGES>
 __global__ void __launch_bounds__(kDecThreads) decode_kernel(DecParams p) {
-  using C = DecCfg<D>;
+  using C = DecCfg<D, STAGES>;
+  constexpr int kDecStages = STAGES;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [16][D]
   __nv_bfloat16* KVs = Qs + kDecRows * D;                           // stages: K [64][D], V [64][D]
@@ -111,6 +121,7 @@ __global__ void __launch_bounds__(kDecThreads) decode_kernel(DecParams p) {
     if (n_begin + st < n_end) load_kv(n_begin + st, st);
     cp_async_commit();
   }
+  flash::pdl_trigger();  // the combine kernel may be launched now; it waits for our completion
   cp_async_wait<kDecStages - 1>();
   __syncthreads();
 
@@ -265,7 +276,7 @@ __global__ void __launch_bounds__(kDecThreads) decode_kernel(DecParams p) {
         *reinterpret_cast<uint4*>(dst + c) = v;
       }
     }
-  } else {
+  } else if (pr < p.R) {  // padding rows of the packed tile: the combine never reads them
     const long long piece = static_cast<long long>(tile) * p.splits + split;
     float* dst = p.ws_o + (piece * kDecRows + r) * D + c0;
 #pragma unroll
@@ -305,7 +316,7 @@ struct TailMap {
 // ------------------------------------------------------------------ the plan
 struct Plan {
   bool decode = false;
-  int warps = 8;        // prefill tile: 16 * warps rows
+  bool small = false;   // prefill tile: 64 rows (4 warps x 16) instead of 128 (4 warps x 32)
   int nqt = 0;
   long long tiles = 0;  // prefill: query tiles; decode: B * Hkv * mtiles
   int full_blocks = 0;  // prefill: whole tiles
@@ -314,14 +325,23 @@ struct Plan {
   size_t ws_bytes = 0;  // workspace this plan needs
 };
 
-template <int D, int W>
-using PCfg = flash::Cfg<D, W, 64, 3>;
+// Prefill tiles: rung 02's 128-row tile (4 warps x 2 m-tiles), and a 64-row tile (4 warps x 1
+// m-tile, Q in registers) for Sq <= 64; both 2 blocks/SM.
+template <int D>
+using PBig = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2>;
+template <int D>
+using PSmall = flash::Cfg<D, 4, 1, 64, 3, 2>;
 
-int prefill_smem(int D, int warps) {
-  if (D == 64) return warps == 4 ? PCfg<64, 4>::SMEM : PCfg<64, 8>::SMEM;
-  return warps == 4 ? PCfg<128, 4>::SMEM : PCfg<128, 8>::SMEM;
+int prefill_smem(int D, bool small) {
+  if (D == 64) return small ? PSmall<64>::SMEM : PBig<64>::SMEM;
+  return small ? PSmall<128>::SMEM : PBig<128>::SMEM;
 }
-int dec_smem(int D) { return D == 64 ? DecCfg<64>::SMEM : DecCfg<128>::SMEM; }
+// Registers per thread of those kernels (ptxas -v, sm_90a), for the resident-block count.
+int prefill_regs(int D, bool small) { return small ? (D == 64 ? 168 : 232) : (D == 64 ? 240 : 255); }
+// Decode ring depth: 4 stages (3 key tiles in flight from the prologue, 1 block/SM at D = 128).
+// Measured against 3 stages at 2 blocks/SM (request r2-1): 4 stages faster on every decode shape.
+constexpr int kDecodeStages = 4;
+int dec_smem(int D) { return D == 64 ? DecCfg<64, kDecodeStages>::SMEM : DecCfg<128, kDecodeStages>::SMEM; }
 
 int blocks_per_sm(const DeviceInfo& d, int smem, int threads, int regs_per_thread) {
   const long long by_smem = d.smem_per_sm / (smem + 1024);
@@ -341,7 +361,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
     const int nkv = (a.Skv + kDecBN - 1) / kDecBN;
     const long long W = static_cast<long long>(sms) * blocks_per_sm(d, dec_smem(a.D), kDecThreads, a.D == 128 ? 168 : 96);
     // Cost model in key tiles: waves x (tiles per piece + ~3 tiles of prologue/epilogue/combine).
-    const int smax = std::max(1, std::min(64, nkv / 4));
+    // At least 2 key tiles per piece (round 1: 4): the small caches (B = 1, Skv = 4096: 8 KV
+    // heads x 64 key tiles) may then spread over every SM.
+    const int smax = std::max(1, std::min(64, nkv / 2));
     long long best_cost = LLONG_MAX;
     for (int s = 1; s <= smax; ++s) {
       const long long waves = (pl.tiles * s + W - 1) / W;
@@ -352,14 +374,14 @@ Plan make_plan(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
     }
     return pl;
   }
-  pl.warps = a.Sq <= 64 ? 4 : 8;
-  const int BM = 16 * pl.warps;
+  pl.small = a.Sq <= 64;
+  const int BM = pl.small ? 64 : 128;
   pl.nqt = (a.Sq + BM - 1) / BM;
   pl.tiles = static_cast<long long>(pl.nqt) * a.B * a.Hq;
   pl.full_blocks = static_cast<int>(pl.tiles);
-  const int threads = 32 * pl.warps;
+  const int threads = 128;
   const long long W = static_cast<long long>(sms) *
-                      blocks_per_sm(d, prefill_smem(a.D, pl.warps), threads, a.D == 128 ? 168 : 128);
+                      blocks_per_sm(d, prefill_smem(a.D, pl.small), threads, prefill_regs(a.D, pl.small));
   const long long tail = pl.tiles % W;
   const int nkv = (a.Skv + 63) / 64;
   if (tail > 0 && 2 * tail <= W && (!a.causal || tail == pl.tiles)) {
@@ -374,10 +396,10 @@ Plan make_plan(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
   return pl;
 }
 
-template <int D>
+template <int D, int STAGES>
 void run_decode(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
-  using C = DecCfg<D>;
-  KL_CHECK(cudaFuncSetAttribute(decode_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+  using C = DecCfg<D, STAGES>;
+  attention_smem_optin(reinterpret_cast<const void*>(decode_kernel<D, STAGES>), C::SMEM);
   DecParams p{};
   p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
   p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
@@ -389,21 +411,19 @@ void run_decode(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
     p.ws_o = static_cast<float*>(a.workspace);
     p.ws_lse = p.ws_o + pieces * kDecRows * D;
   }
-  decode_kernel<D><<<static_cast<unsigned>(pieces), kDecThreads, C::SMEM, st>>>(p);
+  decode_kernel<D, STAGES><<<static_cast<unsigned>(pieces), kDecThreads, C::SMEM, st>>>(p);
   KL_CHECK_LAUNCH();
   if (pl.splits > 1) {
     DecodeMap map{a.O, a.Hq, a.Hkv, a.Sq, a.Hq / a.Hkv, pl.R, pl.mtiles, D};
-    const long long rows = pl.tiles * kDecRows;
-    flash::combine_kernel<D, DecodeMap><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, st>>>(
-        p.ws_o, p.ws_lse, kDecRows, pl.splits, rows, map);
-    KL_CHECK_LAUNCH();
+    flash::launch_combine<D>(p.ws_o, p.ws_lse, kDecRows, pl.splits, pl.tiles * kDecRows, map,
+                             device_info().cc() >= 90, st);
   }
 }
 
-template <int D, int WARPS>
+template <class C>
 void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
-  using C = PCfg<D, WARPS>;
-  KL_CHECK(cudaFuncSetAttribute(flash::flash_mma_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+  constexpr int D = C::D;
+  attention_smem_optin(reinterpret_cast<const void*>(flash::flash_mma_kernel<C>), C::SMEM);
   flash::Params p{};
   p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
   p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
@@ -422,10 +442,8 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   KL_CHECK_LAUNCH();
   if (tail > 0) {
     TailMap map{a.O, a.B, a.Hq, a.Sq, pl.nqt, C::BM, pl.full_blocks, D};
-    const long long rows = tail * C::BM;
-    flash::combine_kernel<D, TailMap><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, st>>>(
-        p.ws_o, p.ws_lse, C::BM, pl.splits, rows, map);
-    KL_CHECK_LAUNCH();
+    flash::launch_combine<D>(p.ws_o, p.ws_lse, C::BM, pl.splits, tail * C::BM, map,
+                             device_info().cc() >= 90, st);
   }
 }
 
@@ -435,7 +453,7 @@ std::string attn03_supports(const AttentionArgs& a, const DeviceInfo& d) {
   std::string why = attention_common_supports(a, d);
   if (!why.empty()) return why;
   const Plan pl = make_plan(a, d, 0);
-  const int smem = pl.decode ? dec_smem(a.D) : prefill_smem(a.D, pl.warps);
+  const int smem = pl.decode ? dec_smem(a.D) : prefill_smem(a.D, pl.small);
   if (smem > d.smem_optin) return "needs " + std::to_string(smem) + " B of shared memory per block";
   if (pl.tiles > INT_MAX / 64) return "too many tiles for a 1-D grid";
   return "";
@@ -451,14 +469,14 @@ void attn03_launch(const AttentionArgs& a, cudaStream_t s) {
   const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;
   const Plan pl = make_plan(a, d, ws);
   if (pl.decode) {
-    if (a.D == 64) run_decode<64>(a, pl, s);
-    else run_decode<128>(a, pl, s);
-  } else if (pl.warps == 4) {
-    if (a.D == 64) run_prefill<64, 4>(a, pl, s);
-    else run_prefill<128, 4>(a, pl, s);
+    if (a.D == 64) run_decode<64, kDecodeStages>(a, pl, s);
+    else run_decode<128, kDecodeStages>(a, pl, s);
+  } else if (pl.small) {
+    if (a.D == 64) run_prefill<PSmall<64>>(a, pl, s);
+    else run_prefill<PSmall<128>>(a, pl, s);
   } else {
-    if (a.D == 64) run_prefill<64, 8>(a, pl, s);
-    else run_prefill<128, 8>(a, pl, s);
+    if (a.D == 64) run_prefill<PBig<64>>(a, pl, s);
+    else run_prefill<PBig<128>>(a, pl, s);
   }
 }
 

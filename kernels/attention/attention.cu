@@ -2,7 +2,10 @@
 // argument checks, the workspace size and the entry point.
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "attention/attention.h"
 #include "attention/attention_internal.h"
@@ -26,6 +29,19 @@ std::string attention_common_supports(const AttentionArgs& a, const DeviceInfo& 
            static_cast<long long>(a.B) * a.Hkv * a.Skv > (1LL << 31) - 1)
     why << "too many rows for 32-bit row indices";
   return why.str();
+}
+
+void attention_smem_optin(const void* kernel, int bytes) {
+  static std::mutex mu;
+  static std::set<std::pair<const void*, int>> done;  // (kernel, device) pairs already raised
+  int dev = 0;
+  KL_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.insert({kernel, dev}).second) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e != cudaSuccess) done.erase({kernel, dev});
+    KL_CHECK(e);
+  }
 }
 
 float attention_scale_log2(const AttentionArgs& a) {
@@ -64,27 +80,40 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
   return std::max(attn03_workspace_bytes(a, d), attention_hopper_workspace_bytes(a, d));
 }
 
+// The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
+// 08 everywhere while 05 was faster on every prefill shape). H200 figures, S = 4096/8192, D = 128,
+// TFLOP/s (attn2 request 1, .lease/attn2_pick.txt): non-causal 06 654/629 > 07 649/608 > 05 589/580
+// > 08; causal 08 556/565 >= 07 523/564 > 06 508/596 > 05; D = 64 non-causal 07 400 > 05 395 > 06
+// 389. Decode: rung 03 was at least as fast as rung 09 on every decode shape (round 1 and attn1
+// request 1, graph and event timing). The first supported rung of the list wins, so a GPU without
+// sm_90a falls through to the mma.sync rungs.
+namespace {
+const int kPrefillCausal[] = {8, 6, 7, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausal[] = {6, 7, 5, 8, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalD64[] = {7, 5, 6, 8, 4, 3, 2, 1, 0};
+const int kDecodeOrder[] = {3, 9};
+static_assert(sizeof kPrefillCausal == 9 * sizeof(int) && sizeof kPrefillNonCausal == 9 * sizeof(int) &&
+                  sizeof kPrefillNonCausalD64 == 9 * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
+              "attention_pick walks 9 prefill and 2 decode entries");
+}  // namespace
+
 const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const DeviceInfo& d) {
   const auto& table = attention_rungs();
-  // Decode shapes (Sq <= 16): a kernel built for them (rung 03's split-KV decode with GQA packing,
-  // or a later rung whose name starts with "decode"); the prefill kernels would read each KV head
-  // once per query head and leave most SMs idle. Highest supported of those.
-  if (attention_is_decode(args)) {
-    const Rung<AttentionArgs>* best = nullptr;
-    for (const auto& r : table) {
-      const bool decode_rung = r.number == 3 || std::string(r.name).rfind("decode", 0) == 0;
-      if (decode_rung && r.supports(args, d).empty() && (!best || r.number > best->number)) best = &r;
+  auto first_supported = [&](const int* order, size_t n) -> const Rung<AttentionArgs>* {
+    for (size_t k = 0; k < n; ++k) {
+      const Rung<AttentionArgs>* r = find_rung(table, std::to_string(order[k]));
+      if (r && r->supports(args, d).empty()) return r;
     }
-    if (best) return best;
+    return nullptr;
+  };
+  // Decode shapes (Sq <= 16): a kernel built for them (GQA heads packed into the tile, KV split
+  // over the SMs); the prefill kernels would re-read each KV head per query head and idle most SMs.
+  if (attention_is_decode(args)) {
+    if (const auto* r = first_supported(kDecodeOrder, 2)) return r;
   }
-  // Prefill: the highest supported rung that is not a decode-only kernel (the Hopper rungs when
-  // present, else rung 03 = rung 02 plus the tail-wave split).
-  const Rung<AttentionArgs>* best = nullptr;
-  for (const auto& r : table) {
-    if (std::string(r.name).rfind("decode", 0) == 0) continue;
-    if (r.supports(args, d).empty() && (!best || r.number > best->number)) best = &r;
-  }
-  return best ? best : best_supported(table, args, d);
+  const int* order = args.causal ? kPrefillCausal : args.D == 64 ? kPrefillNonCausalD64 : kPrefillNonCausal;
+  if (const auto* r = first_supported(order, 9)) return r;
+  return best_supported(table, args, d);
 }
 
 void attention(const AttentionArgs& args, cudaStream_t stream) {

@@ -17,6 +17,11 @@ float attention_scale_log2(const AttentionArgs& a);
 // True when rung 03 treats the shape as decode (few queries against a long KV cache).
 inline bool attention_is_decode(const AttentionArgs& a) { return a.Sq <= 16; }
 
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per (kernel, device) in the process: the
+// launchers call it on every launch, and on decode-sized problems (a few microseconds of GPU work)
+// the repeated driver call is a visible share of the host time per launch.
+void attention_smem_optin(const void* kernel, int bytes);
+
 std::string attn00_supports(const AttentionArgs& a, const DeviceInfo& d);
 void attn00_launch(const AttentionArgs& a, cudaStream_t s);
 std::string attn01_supports(const AttentionArgs& a, const DeviceInfo& d);

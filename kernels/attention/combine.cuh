@@ -6,35 +6,63 @@
 #pragma once
 #include <cuda_bf16.h>
 
+#include "common/check.h"
 #include "common/softmax_online.cuh"
 
 namespace kl {
 namespace flash {
 
-// One warp per (tile, row); lane holds D/32 consecutive columns.
+// Programmatic dependent launch (sm_90+; no-ops below): the split kernels let the combine kernel be
+// launched while their last blocks still run (pdl_trigger), and the combine kernel waits for
+// their completion and memory (pdl_wait) before it reads a partial. This hides the second
+// launch's latency, a visible share of a few-microsecond decode step. The launcher only sets the
+// launch attribute on cc >= 9.0 (without it pdl_wait returns at once: stream order already holds).
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// One warp per (tile, row); lane holds D/32 consecutive columns. splits <= 64: the split LSEs are
+// loaded by the lanes in parallel (two per lane) and reduced with shuffles, and the partial rows
+// are read 4 splits at a time, so the kernel is a couple of dependent memory round trips, not
+// 2 x splits of them (it sits on the critical path of every split decode step).
 template <int D, class Map>
 __global__ void __launch_bounds__(128) combine_kernel(const float* __restrict__ ws_o,
                                                       const float* __restrict__ ws_lse, int rows,
                                                       int splits, long long total_rows, Map map) {
   constexpr int E = D / 32;
+  pdl_wait();  // the partials are written by the kernel launched just before this one
   const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (w >= total_rows) return;
   const int tl = static_cast<int>(w / rows), r = static_cast<int>(w % rows);
   __nv_bfloat16* out = map(tl, r);
-  if (!out) return;
+  if (!out) return;  // warp-uniform: every lane has the same (tl, r)
   const float* lse = ws_lse + static_cast<long long>(tl) * splits * rows + r;
-  float mx = neg_inf_f();
-  for (int s = 0; s < splits; ++s) mx = fmaxf(mx, lse[static_cast<long long>(s) * rows]);
+  const float l0 = lane < splits ? lse[static_cast<long long>(lane) * rows] : neg_inf_f();
+  const float l1 = lane + 32 < splits ? lse[static_cast<long long>(lane + 32) * rows] : neg_inf_f();
+  float mx = fmaxf(l0, l1);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   const float mref = mx == neg_inf_f() ? 0.f : mx;
+  const float w0 = exp2f(l0 - mref), w1 = exp2f(l1 - mref);  // -inf (empty piece, or none) -> 0
+  float wsum = w0 + w1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) wsum += __shfl_xor_sync(0xffffffffu, wsum, o);
   float acc[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) acc[e] = 0.f;
-  float wsum = 0.f;
-  for (int s = 0; s < splits; ++s) {
-    const float wt = exp2f(lse[static_cast<long long>(s) * rows] - mref);
-    wsum += wt;
-    const float* src = ws_o + ((static_cast<long long>(tl) * splits + s) * rows + r) * D + lane * E;
+  const float* src0 = ws_o + (static_cast<long long>(tl) * splits * rows + r) * D + lane * E;
+#pragma unroll 4
+  for (int s = 0; s < splits; ++s) {  // index order: the same bits on every run
+    const float wt = __shfl_sync(0xffffffffu, s < 32 ? w0 : w1, s & 31);
+    const float* src = src0 + static_cast<long long>(s) * rows * D;
 #pragma unroll
     for (int e = 0; e < E; e += 2) {
       const float2 v = *reinterpret_cast<const float2*>(src + e);
@@ -47,6 +75,26 @@ __global__ void __launch_bounds__(128) combine_kernel(const float* __restrict__ 
   for (int e = 0; e < E; e += 2)
     *reinterpret_cast<__nv_bfloat162*>(out + lane * E + e) =
         __floats2bfloat162_rn(acc[e] * inv, acc[e + 1] * inv);
+}
+
+// Launches combine_kernel after the split kernel on the same stream, as a programmatic dependent
+// launch on cc >= 9.0.
+template <int D, class Map>
+void launch_combine(const float* ws_o, const float* ws_lse, int rows, int splits, long long total_rows,
+                    Map map, bool pdl, cudaStream_t st) {
+  KL_REQUIRE(splits >= 1 && splits <= 64, "combine: " << splits << " splits (at most 64)");
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>((total_rows + 3) / 4));
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  KL_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<D, Map>, ws_o, ws_lse, rows, splits, total_rows, map));
+  KL_CHECK_LAUNCH();
 }
 
 }  // namespace flash

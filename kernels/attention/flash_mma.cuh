@@ -2,8 +2,8 @@
 // launch, whole KV range per tile) and rung 03 (the same kernel with some tiles' KV range split
 // into pieces that write fp32 partials + log-sum-exp, merged by attention_combine).
 //
-// Tile: BM = 16 * WARPS query rows (warp w owns rows 16w..16w+15 of the tile) against BN = 64-key
-// K/V tiles, D = 64 or 128. Shared memory, all bf16 rows of D elements, 16-byte chunks XOR-swizzled
+// Tile: BM = 16 * MT * WARPS query rows (warp w owns rows 16*MT*w .. +16*MT-1 of the tile, as MT
+// m16 tiles) against BN-key K/V tiles, D = 64 or 128. Shared memory, all bf16 rows of D elements, 16-byte chunks XOR-swizzled
 // (chunk c of row r stored at chunk c ^ (r & 7)) so that the 8 row addresses of every ldmatrix 8x8
 // matrix fall in 8 distinct 16-byte bank groups and cp.async writes stay 16-byte aligned:
 //   Qs [BM][D]                        loaded once; its rows are reused per warp as the O staging tile
@@ -20,7 +20,12 @@
 // P: the C fragment of S n-tiles 2kk and 2kk+1 (keys 16kk..16kk+15) is, element for element, the A
 //   fragment of the k-step kk of P V: a0 = pack(S[2kk].c0,c1), a1 = pack(S[2kk].c2,c3),
 //   a2 = pack(S[2kk+1].c0,c1), a3 = pack(S[2kk+1].c2,c3). P never leaves registers.
-// Row statistics: each thread holds 2 rows (g, g+8) x BN/4 scores; a row's max and sum are a
+// Shared-memory traffic: per BN-key tile a warp reads all of K and V (2 * BN * D * 2 bytes) with
+//   ldmatrix and does 4 * 16 * MT * BN * D FLOPs with them, i.e. 16 * MT FLOP per byte. An SM reads
+//   128 B/clk of shared memory and issues ~2470 mma.sync FLOP/clk (646 TFLOP/s / 132 SMs / 1.98 GHz),
+//   so MT = 1 needs 154 B/clk (the ldmatrix stream, not the tensor pipe, is the roof: <= 83%) and
+//   MT = 2 needs 77 (96 with its Q re-reads at BN = 64: 8 KB of Q per 32 KB of K/V).
+// Row statistics: each thread holds 2 rows (g, g+8) per m-tile x BN/4 scores; a row's max and sum are a
 //   register loop plus a 2-step xor shuffle over the quad (4 lanes sharing g).
 #pragma once
 #include <cuda_bf16.h>
@@ -50,16 +55,22 @@ struct Params {
   float* ws_lse;  // [tail tiles][splits][BM]    base-2 log-sum-exp of each partial row
 };
 
-template <int D_, int WARPS_, int BN_, int STAGES_>
+// D: head dim; WARPS: warps per block; MT: 16-row m-tiles per warp (1: Q fragments held in
+// registers for the whole KV loop; 2: each K/V fragment read from shared memory feeds two m-tiles,
+// halving the shared-memory bytes per FLOP, and Q fragments are re-read from shared memory per
+// k-step instead, because 2 x (O + S + Q) fragments do not fit in 255 registers); BN: keys per K/V
+// tile; STAGES: cp.async ring depth; MINB: blocks per SM the register budget is sized for.
+template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_>
 struct Cfg {
-  static constexpr int D = D_, WARPS = WARPS_, BN = BN_, STAGES = STAGES_;
-  static constexpr int BM = 16 * WARPS;     // query rows per block
+  static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
+  static constexpr int WROWS = 16 * MT;     // query rows per warp
+  static constexpr int BM = WROWS * WARPS;  // query rows per block
   static constexpr int THREADS = 32 * WARPS;
   static constexpr int CH = D / 8;          // 16-byte chunks per row
   static constexpr int KV_ELEMS = BN * D;   // one K (or V) tile
   static constexpr int SMEM = (BM * D + STAGES * 2 * KV_ELEMS) * 2;
-  static constexpr int MIN_BLOCKS = D == 64 ? 2 : 1;  // registers: ~100 (D=64), ~170 (D=128)
   static_assert(D == 64 || D == 128, "D is 64 or 128");
+  static_assert(MT == 1 || MT == 2, "one or two m-tiles per warp");
   static_assert(BN % 16 == 0 && D % 16 == 0, "mma k/n steps of 16");
   static_assert((BM * CH) % THREADS == 0 && (BN * CH) % THREADS == 0, "copy loops divide evenly");
   static_assert(CH >= 8, "the XOR swizzle needs 8 chunks per row");
@@ -75,18 +86,25 @@ template <int ROWS, int D, int THREADS>
 __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bfloat16* g, int valid,
                                                 int tid) {
   constexpr int CH = D / 8;
+  constexpr int RSTEP = THREADS / CH;  // rows covered per pass
+  static_assert(THREADS % CH == 0 && RSTEP % 8 == 0 && ROWS % RSTEP == 0,
+                "each thread keeps one chunk column and one swizzle phase across passes");
+  // Thread -> chunk c = tid % CH of rows r0 + i * RSTEP; r & 7 is the same in every pass, so the
+  // swizzled smem offset only moves by an immediate.
+  const int r0 = tid / CH, c = tid % CH;
+  __nv_bfloat16* dst = sm + r0 * D + swz(r0, c) * 8;
+  const __nv_bfloat16* src = g + static_cast<long long>(r0) * D + c * 8;
 #pragma unroll
-  for (int it = 0; it < ROWS * CH / THREADS; ++it) {
-    const int idx = tid + it * THREADS;
-    const int r = idx / CH, c = idx % CH;  // consecutive threads: consecutive chunks of a row
-    const bool ok = r < valid;
-    cp_async_16(sm + r * D + swz(r, c) * 8, g + static_cast<long long>(ok ? r : 0) * D + c * 8, ok);
+  for (int i = 0; i < ROWS / RSTEP; ++i) {
+    const bool ok = r0 + i * RSTEP < valid;
+    cp_async_16(dst + i * RSTEP * D, ok ? src + static_cast<long long>(i) * RSTEP * D : g, ok);
   }
 }
 
 template <class C>
-__global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS) flash_mma_kernel(Params p) {
+__global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p) {
   constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, THREADS = C::THREADS;
+  constexpr int MT = C::MT, WROWS = C::WROWS;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
   __nv_bfloat16* KVs = Qs + BM * D;  // stage st: K at st*2*KV_ELEMS, V right after
@@ -140,29 +158,40 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS) flash_mma_kernel(Pa
   cp_async_wait<STAGES - 1>();  // Q has landed (the KV groups may still be in flight)
   __syncthreads();
 
-  // Q fragments for the warp's 16 rows, kept in registers for the whole KV loop.
-  // ldmatrix.x4: lanes 0-7 rows 0-7 / chunk 2kk (a0), 8-15 rows 8-15 (a1), 16-23 rows 0-7 /
-  // chunk 2kk+1 (a2), 24-31 rows 8-15 / chunk 2kk+1 (a3).
-  uint32_t qf[D / 16][4];
-  {
-    const int r = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+  // Q fragments: ldmatrix.x4 over a 16x16 block, lanes 0-7 rows 0-7 / chunk 2kk (a0), 8-15 rows
+  // 8-15 (a1), 16-23 rows 0-7 / chunk 2kk+1 (a2), 24-31 rows 8-15 / chunk 2kk+1 (a3).
+  //
+  // Swizzled addresses without per-k-step registers: every ldmatrix row r of a lane has
+  // r & 7 == lane & 7, and chunk 2kk + c (c in {0,1}) of it sits at element
+  //   r * D + ((2kk + c) ^ (lane & 7)) * 8 = (r * D + ((c ^ (lane & 7)) << 3)) ^ (kk << 4)
+  // (the XOR stays inside the row's low 7 bits: kk << 4 < D, (c ^ (lane & 7)) << 3 < 64), so a
+  // lane keeps ONE offset per operand and steps k with an XOR, rows with an immediate add.
+  const int x7 = lane & 7;
+  const int q_off = (warp * WROWS + x7 + ((lane >> 3) & 1) * 8) * D + (((lane >> 4) ^ x7) << 3);
+  // MT == 1: the warp's 16 rows stay in registers for the whole KV loop (MT == 2 re-reads them).
+  uint32_t qf[MT == 1 ? D / 16 : 1][4];
+  if constexpr (MT == 1) {
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      ldmatrix_x4(qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3],
-                  Qs + r * D + swz(r, 2 * kk + (lane >> 4)) * 8);
+      ldmatrix_x4(qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], Qs + (q_off ^ (kk << 4)));
   }
 
-  float o[D / 8][4];
+  float o[MT][D / 8][4];
 #pragma unroll
-  for (int dn = 0; dn < D / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.f;
-  float m[2] = {neg_inf_f(), neg_inf_f()}, l[2] = {0.f, 0.f};
-  const int row_g = q0 + warp * 16 + g;  // this thread's rows: row_g and row_g + 8
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int dn = 0; dn < D / 8; ++dn) o[mt][dn][0] = o[mt][dn][1] = o[mt][dn][2] = o[mt][dn][3] = 0.f;
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = neg_inf_f(), l[mt][0] = l[mt][1] = 0.f;
+  const int wrow0 = q0 + warp * WROWS;  // first query row of this warp
+  // This thread's rows: wrow0 + 16 mt + g and + 8.
 
-  // Per-lane ldmatrix row offsets (elements) inside a K / V tile, before the swizzle.
+  // Per-lane ldmatrix offsets (elements, swizzled for k-step 0) inside a K / V tile.
   // K (non-trans, x4 over 16 keys x 16 d): matrix mi = lane/8 -> keys +(mi>>1)*8, chunk +(mi&1).
-  const int k_row = ((lane >> 4) << 3) + (lane & 7), k_chk = (lane >> 3) & 1;
+  const int k_off = (((lane >> 4) << 3) + x7) * D + ((((lane >> 3) & 1) ^ x7) << 3);
   // V (trans, x4 over 16 keys x 16 d): matrix mi -> keys +(mi&1)*8, chunk +(mi>>1).
-  const int v_row = (((lane >> 3) & 1) << 3) + (lane & 7), v_chk = lane >> 4;
+  const int v_off = ((((lane >> 3) & 1) << 3) + x7) * D + (((lane >> 4) ^ x7) << 3);
 
   for (int n = n_begin; n < n_end; ++n) {
     const int it = n - n_begin;
@@ -176,122 +205,178 @@ __global__ void __launch_bounds__(C::THREADS, C::MIN_BLOCKS) flash_mma_kernel(Pa
     const __nv_bfloat16* Ks = KVs + (it % STAGES) * 2 * C::KV_ELEMS;
     const __nv_bfloat16* Vs = Ks + C::KV_ELEMS;
 
-    // ---- S = Q K^T : 16 rows x BN keys per warp, fp32
-    float s[BN / 8][4];
+    // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32
+    float s[MT][BN / 8][4];
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qa[MT][4];
+      if constexpr (MT == 1) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) qa[0][e] = qf[kk][e];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ldmatrix_x4(qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], Qs + (q_off ^ (kk << 4)) + mt * 16 * D);
+      }
+      const __nv_bfloat16* kp = Ks + (k_off ^ (kk << 4));
 #pragma unroll
       for (int nj = 0; nj < BN / 16; ++nj) {
-        const int r = nj * 16 + k_row;
         uint32_t b0[2], b1[2];
-        ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], Ks + r * D + swz(r, 2 * kk + k_chk) * 8);
-        mma_bf16_16816(s[2 * nj], qf[kk], b0);
-        mma_bf16_16816(s[2 * nj + 1], qf[kk], b1);
+        ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], kp + nj * 16 * D);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {  // one K fragment feeds every m-tile of the warp
+          mma_bf16_16816(s[mt][2 * nj], qa[mt], b0);
+          mma_bf16_16816(s[mt][2 * nj + 1], qa[mt], b1);
+        }
       }
     }
 
     // ---- mask: keys past Skv (ragged tile) and, causal, keys past the row's diagonal
     const int kv0 = n * BN;
-    if (kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > q0 + warp * 16 + off)) {
+    if (kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off)) {
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = kv0 + j * 8 + 2 * t4 + (e & 1);
-          const int row = row_g + (e >> 1) * 8;
-          if (key >= p.Skv || (p.causal && key > row + off)) s[j][e] = neg_inf_f();
-        }
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = kv0 + j * 8 + 2 * t4 + (e & 1);
+            const int row = wrow0 + mt * 16 + g + (e >> 1) * 8;
+            if (key >= p.Skv || (p.causal && key > row + off)) s[mt][j][e] = neg_inf_f();
+          }
     }
 
     // ---- online softmax on the fragments (rows g: e = 0,1; g+8: e = 2,3)
+    float alpha[MT][2];
+    bool same = true;  // no row max of this thread moved: O and l need no rescale
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = neg_inf_f();
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * h], s[j][2 * h + 1]));
-      mx = quad_max(mx);
-      const float m_new = fmaxf(m[h], mx);
-      const float ofs = online_row_offset(m_new, p.sl2);
-      const float alpha = online_rescale(m[h], ofs, p.sl2);
-      float sum = 0.f;
+      for (int h = 0; h < 2; ++h) {
+        float mx = neg_inf_f();
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        s[j][2 * h] = online_prob(s[j][2 * h], ofs, p.sl2);
-        s[j][2 * h + 1] = online_prob(s[j][2 * h + 1], ofs, p.sl2);
-        sum += s[j][2 * h] + s[j][2 * h + 1];
+        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
+        mx = quad_max(mx);
+        const float m_new = fmaxf(m[mt][h], mx);
+        same = same && m_new == m[mt][h];
+        const float ofs = online_row_offset(m_new, p.sl2);
+        alpha[mt][h] = online_rescale(m[mt][h], ofs, p.sl2);
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          s[mt][j][2 * h] = online_prob(s[mt][j][2 * h], ofs, p.sl2);
+          s[mt][j][2 * h + 1] = online_prob(s[mt][j][2 * h + 1], ofs, p.sl2);
+          sum += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+        }
+        // per-thread partial; quad-reduced once at the end. When the max did not move, alpha is 1
+        // up to the rounding of m * sl2 (or O is still 0), so the O rescale below may be skipped.
+        l[mt][h] = fmaf(l[mt][h], alpha[mt][h], sum);
+        m[mt][h] = m_new;
       }
-      l[h] = fmaf(l[h], alpha, sum);  // per-thread partial; quad-reduced once at the end
-      m[h] = m_new;
+    // Rescale O only when some row max of the warp moved (warp-uniform branch): after the first
+    // few key tiles the running max rarely changes, and this is D/2 * MT multiplies per thread.
+    if (!__all_sync(0xffffffffu, same)) {
 #pragma unroll
-      for (int dn = 0; dn < D / 8; ++dn) {
-        o[dn][2 * h] *= alpha;
-        o[dn][2 * h + 1] *= alpha;
-      }
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int dn = 0; dn < D / 8; ++dn) {
+          o[mt][dn][0] *= alpha[mt][0];
+          o[mt][dn][1] *= alpha[mt][0];
+          o[mt][dn][2] *= alpha[mt][1];
+          o[mt][dn][3] *= alpha[mt][1];
+        }
     }
 
-    // ---- O += P V : P from the S accumulators (see the file comment), V via ldmatrix.trans
+    // ---- O += P V : P packed to bf16 from the S accumulators (see the file comment; the fp32
+    // scores die here, half their registers), V via ldmatrix.trans, d chunks outer so each V
+    // address is one XOR per 16 d columns and an immediate add per 16 keys.
+    uint32_t a[MT][BN / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4];
-      a[0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
-      a[1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-      a[2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      a[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      const int r = kk * 16 + v_row;
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        a[mt][kk][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][kk][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][kk][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][kk][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+    for (int dp = 0; dp < D / 16; ++dp) {
+      const __nv_bfloat16* vp = Vs + (v_off ^ (dp << 4));
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
         uint32_t b0[2], b1[2];
-        ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1], Vs + r * D + swz(r, 2 * dp + v_chk) * 8);
-        mma_bf16_16816(o[2 * dp], a, b0);
-        mma_bf16_16816(o[2 * dp + 1], a, b1);
+        ldmatrix_x4_trans(b0[0], b0[1], b1[0], b1[1], vp + kk * 16 * D);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {  // one V fragment feeds every m-tile of the warp
+          mma_bf16_16816(o[mt][2 * dp], a[mt][kk], b0);
+          mma_bf16_16816(o[mt][2 * dp + 1], a[mt][kk], b1);
+        }
       }
     }
   }
   cp_async_wait<0>();  // only empty groups remain; drain them before the block exits
 
   // ---- epilogue
-  l[0] = quad_sum(l[0]);
-  l[1] = quad_sum(l[1]);
-  const float inv0 = l[0] > 0.f ? 1.f / l[0] : 0.f;
-  const float inv1 = l[1] > 0.f ? 1.f / l[1] : 0.f;
+  float inv[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      l[mt][h] = quad_sum(l[mt][h]);
+      inv[mt][h] = l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
+    }
 
   if (nsplit == 1) {
-    // Stage bf16 O in this warp's own 16 Q rows (no other warp reads them after the Q fragments
-    // were loaded), then write whole 16-byte chunks of each row.
-    __nv_bfloat16* ws = Qs + warp * 16 * D;
+    // Stage bf16 O in this warp's own WROWS Q rows (no other warp reads them), then write whole
+    // 16-byte chunks of each row. MT == 2 read Q from there during the loop: let every lane's last
+    // ldmatrix complete before any lane overwrites the rows.
+    __syncwarp();
+    __nv_bfloat16* ws = Qs + warp * WROWS * D;
 #pragma unroll
-    for (int dn = 0; dn < D / 8; ++dn) {
-      *reinterpret_cast<uint32_t*>(ws + g * D + swz(g, dn) * 8 + 2 * t4) =
-          pack_bf16x2(o[dn][0] * inv0, o[dn][1] * inv0);
-      *reinterpret_cast<uint32_t*>(ws + (g + 8) * D + swz(g + 8, dn) * 8 + 2 * t4) =
-          pack_bf16x2(o[dn][2] * inv1, o[dn][3] * inv1);
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r0 = mt * 16 + g, r1 = r0 + 8;
+#pragma unroll
+      for (int dn = 0; dn < D / 8; ++dn) {
+        *reinterpret_cast<uint32_t*>(ws + r0 * D + swz(r0, dn) * 8 + 2 * t4) =
+            pack_bf16x2(o[mt][dn][0] * inv[mt][0], o[mt][dn][1] * inv[mt][0]);
+        *reinterpret_cast<uint32_t*>(ws + r1 * D + swz(r1, dn) * 8 + 2 * t4) =
+            pack_bf16x2(o[mt][dn][2] * inv[mt][1], o[mt][dn][3] * inv[mt][1]);
+      }
     }
     __syncwarp();
-    __nv_bfloat16* Og = p.O + (static_cast<long long>(bh) * p.Sq + q0 + warp * 16) * D;
+    __nv_bfloat16* Og = p.O + (static_cast<long long>(bh) * p.Sq + wrow0) * D;
 #pragma unroll
-    for (int it = 0; it < 16 * C::CH / 32; ++it) {
+    for (int it = 0; it < WROWS * C::CH / 32; ++it) {
       const int idx = lane + it * 32;
       const int r = idx / C::CH, c = idx % C::CH;
-      if (q0 + warp * 16 + r < p.Sq)
+      if (wrow0 + r < p.Sq)
         *reinterpret_cast<uint4*>(Og + static_cast<long long>(r) * D + c * 8) =
             *reinterpret_cast<const uint4*>(ws + r * D + swz(r, c) * 8);
     }
   } else {
     // Partial of a split tile: normalized fp32 O and its base-2 LSE, merged by the combine kernel.
     const long long piece = static_cast<long long>(t - p.full_blocks) * nsplit + split;
-    float* wo = p.ws_o + (piece * BM + warp * 16) * D;
-    float* wl = p.ws_lse + piece * BM + warp * 16;
+    float* wo = p.ws_o + (piece * BM + warp * WROWS) * D;
+    float* wl = p.ws_lse + piece * BM + warp * WROWS;
 #pragma unroll
-    for (int dn = 0; dn < D / 8; ++dn) {
-      *reinterpret_cast<float2*>(wo + g * D + dn * 8 + 2 * t4) = make_float2(o[dn][0] * inv0, o[dn][1] * inv0);
-      *reinterpret_cast<float2*>(wo + (g + 8) * D + dn * 8 + 2 * t4) =
-          make_float2(o[dn][2] * inv1, o[dn][3] * inv1);
-    }
-    if (t4 == 0) {
-      wl[g] = row_lse2(m[0], l[0], p.sl2);
-      wl[g + 8] = row_lse2(m[1], l[1], p.sl2);
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r0 = mt * 16 + g, r1 = r0 + 8;
+#pragma unroll
+      for (int dn = 0; dn < D / 8; ++dn) {
+        *reinterpret_cast<float2*>(wo + r0 * D + dn * 8 + 2 * t4) =
+            make_float2(o[mt][dn][0] * inv[mt][0], o[mt][dn][1] * inv[mt][0]);
+        *reinterpret_cast<float2*>(wo + r1 * D + dn * 8 + 2 * t4) =
+            make_float2(o[mt][dn][2] * inv[mt][1], o[mt][dn][3] * inv[mt][1]);
+      }
+      if (t4 == 0) {
+        wl[r0] = row_lse2(m[mt][0], l[mt][0], p.sl2);
+        wl[r1] = row_lse2(m[mt][1], l[mt][1], p.sl2);
+      }
     }
   }
 }
