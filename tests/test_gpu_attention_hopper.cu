@@ -1,4 +1,4 @@
-// tests/test_gpu_attention_hopper.cu — the sm_90a attention rungs (04..09) against a CPU double
+// tests/test_gpu_attention_hopper.cu — the sm_90a attention rungs (04..10) against a CPU double
 // reference on the same bf16-rounded inputs. Small shapes that each isolate one thing (one tile,
 // ragged tiles, causal diagonal, Sq < Skv, GQA packing, D = 64, multi-round K/V ring, split-KV
 // decode), so a failure names the feature. On a non-Hopper device every case skips with the reason.
@@ -213,6 +213,9 @@ const Case kCases[] = {
     {"decode MHA, long cache", 1, 8, 8, 1, 4100, 128, true},
     {"decode D=64 GQA", 1, 16, 2, 1, 777, 64, true},
     {"short prefill Sq=4 GQA 8:1 causal", 1, 8, 1, 4, 2000, 128, true},
+    // 70 KV heads x 5 row tiles = 350 items > SMs: the persistent rungs (08, 10) go through
+    // their tile counter, and every later case checks that the counter was reset.
+    {"persistent: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 64, true},
 };
 
 // Inputs and reference per case, built once and shared by the six rungs.
@@ -261,7 +264,7 @@ TEST_P(HopperAttention, Deterministic) {
   EXPECT_TRUE(o1 == o2) << "rung " << number << ": two runs differ bitwise on " << describe(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9, 10),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "rung" + std::to_string(i.param);
                          });
@@ -269,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8
 // The table carries the Hopper rungs in order, each with a name and a change.
 TEST(HopperAttentionTable, RungsListed) {
   const auto& t = kl::attention_rungs();
-  for (int n = 4; n <= 9; ++n) {
+  for (int n = 4; n <= 10; ++n) {
     const auto* r = kl::find_rung(t, std::to_string(n));
     ASSERT_NE(r, nullptr) << "rung " << n << " missing";
     EXPECT_GT(std::strlen(r->name), 0u);
@@ -286,7 +289,7 @@ TEST(HopperAttentionTable, RefusesBadShapes) {
   a.Q = a.K = a.V = dummy;
   a.O = dummy;
   a.B = 1, a.Hq = 4, a.Hkv = 2, a.Sq = 8, a.Skv = 8, a.D = 128;
-  for (int n = 4; n <= 9; ++n) {
+  for (int n = 4; n <= 10; ++n) {
     const auto& r = rung(n);
     kl::AttentionArgs b = a;
     b.D = 96;

@@ -6,15 +6,17 @@
 // __syncthreads in the loop). setmaxnreg moves registers from the producer (40) to the consumers
 // (232) so S (BN/2 fp32), O (D/2 fp32) and P (BN/4 regs) stay resident.
 // Why: in rung 04 every refill waits for the slowest warpgroup and the issuing thread computes too.
-// Measured (H200): pending
+// Round 2: K and V slots released separately (K when S retired, V after P V; see hopper_fa.cuh).
+// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 455 / 589
+// TFLOP/s causal / non-causal, S=8192 555 / 580, D=64 S=4096 non-causal 395 (round 1: 468 / 565).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, false, false, false>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, false, false, false>;
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, false, false, false, 5>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, false, false, false, 5>;
 }  // namespace
 
 std::string attn_warp_specialized_supports(const AttentionArgs& a, const DeviceInfo& d) {

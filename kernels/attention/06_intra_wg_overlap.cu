@@ -5,15 +5,19 @@
 // tensor cores; O is rescaled after that wgmma retires. P(t) registers are kept live until then.
 // Why: in rung 05 the tensor cores idle during each softmax (exp2, max, sum: the MUFU/FMA share
 // of the loop); this hides most of it behind the P V product.
-// Measured (H200): pending
+// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 508 / 654
+// TFLOP/s causal / non-causal, S=8192 596 / 629, D=64 S=4096 non-causal 389. Round 1 it lost to
+// 05 (347 / 403): one shared K/V "empty" barrier per stage, released after P(t)V(t), which the
+// overlapped loop holds into iteration t+1 -> with 2 stages the producer had no tile of lookahead
+// and every K tile's TMA latency was exposed. Fixed by the separate k_empty / v_empty barriers.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, false, false>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, false, false>;
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, false, false, 6>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, true, false, false, 6>;
 }  // namespace
 
 std::string attn_intra_wg_overlap_supports(const AttentionArgs& a, const DeviceInfo& d) {

@@ -7,15 +7,19 @@
 // warpgroup is hidden behind the other's two products as well.
 // Why: at D = 128 the softmax (MUFU exp2 and FMNMX/FADD) is a large share of the issue slots per
 // tile; with both warpgroups in lock-step the tensor cores idle during it.
-// Measured (H200): pending
+// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 523 / 649
+// TFLOP/s causal / non-causal, S=8192 564 / 608, D=64 S=4096 non-causal 400 (round 1: 390 / 452).
+// Pays only at S=4096 causal (+3% over 06) and D=64: with the intra-warpgroup overlap fixed, 06
+// already hides most of the softmax under its own P V; the token hand-off costs a bar.sync per
+// batch and serializes the two warpgroups' issue. Kept: rung 08 builds on it.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, false>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, false>;
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, false, 7>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, false, 7>;
 }  // namespace
 
 std::string attn_pingpong_supports(const AttentionArgs& a, const DeviceInfo& d) {

@@ -1,19 +1,30 @@
-// kernels/attention/08_heaviest_first.cu — rung 08 (sm_90a): causal row tiles, longest first.
+// kernels/attention/08_heaviest_first.cu — rung 08 (sm_90a): persistent CTAs, heaviest items first.
 //
-// Change from rung 07: with causal masking the row tile m costs ~ (m + 1) KV tiles; the grid is
-// ordered so that the first CTAs the hardware dispatches for each head (low blockIdx.x) take the
-// heaviest tiles and the light ones fill in behind (longest-processing-time-first), instead of the
-// heavy tiles arriving last and leaving a tail of few busy SMs. Non-causal shapes are unchanged.
-// Not (yet) a persistent kernel: the hardware block scheduler still does the placement.
-// Measured (H200): pending
+// Change from rung 07: one CTA per SM loops over work items (a 128-row tile of one (b, kv head))
+// taken from a global tile counter (the producer thread grabs the next item and publishes it to
+// the consumers in shared memory with the Q load). Items are ordered longest-processing-time
+// first: heads in groups whose K/V fit in ~32 MB of L2, and inside a group the causal row tiles
+// from the last (longest, m_tiles KV tiles) to the first (one KV tile), heads fastest. The K/V ring
+// continues across items, so the producer loads the next item's Q/K/V while the consumers finish
+// the current one (its last P V and the O store).
+// Why: with causal masking the row tile m costs ~(m + 1) KV tiles; a grid in block order leaves
+// the heavy tiles of the last heads for the end (a tail of few busy SMs), and every CTA pays its
+// own pipeline fill and drain. Non-causal shapes only get the fill/drain overlap.
+// (Round 1 version: the same kernel without persistence, blockIdx.x reversed per head: 382/453
+// TFLOP/s at S=4096 causal/non-causal vs 390/452 for rung 07 — it did not pay.)
+// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl, with 32 MB head groups):
+// S=4096 D=128 556 / 588 TFLOP/s causal / non-causal (07: 523 / 649), S=8192 565 / 565, D=64
+// non-causal 365. The causal gain is the LPT order and the overlapped item boundaries; the
+// non-causal loss we attribute to L2 (16 heads' K/V streamed at once vs ~4 for the block-ordered
+// grid), hence 8 MB groups since: figure for this version pending (the final run).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, true>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, true>;
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, true, 8>;
+using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, true, 8>;
 }  // namespace
 
 std::string attn_heaviest_first_supports(const AttentionArgs& a, const DeviceInfo& d) {

@@ -7,16 +7,19 @@
 // read once per KV head (not once per query head) through a 4-deep TMA ring.
 // Why: a decode step is a pure stream of K and V; with one CTA per (b, kv head) there are far
 // fewer CTAs than SMs. Target: >= 90% of the copy bandwidth, K and V bytes counted once.
-// Measured (H200): pending
+// Measured (H200, round 2 request 1, .lease/results/attn2/decode.jsonl), ms (rung 03 / copy):
+// B=1 Hkv=8 Skv=32768 0.0465 (0.0468 / 0.0351); Skv=131072 0.1463 (0.1380 / 0.1283) = 88% of the
+// copy. Does not beat rung 03 (one latency-bound warpgroup per SM per 64-key tile; 16 splits x 8
+// heads = 128 CTAs leave 4 SMs idle): the entry point uses rung 03 for decode.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, heaviest-first>
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
 // One consumer warpgroup (64 packed rows = G query heads x Sq), 64-key tiles, 4-deep ring.
-using C64 = hattn::Cfg<64, 1, 64, 4, true, true, false, false>;
-using C128 = hattn::Cfg<128, 1, 64, 4, true, true, false, false>;
+using C64 = hattn::Cfg<64, 1, 64, 4, true, true, false, false, 9>;
+using C128 = hattn::Cfg<128, 1, 64, 4, true, true, false, false, 9>;
 }  // namespace
 
 std::string attn_decode_split_kv_supports(const AttentionArgs& a, const DeviceInfo& d) {

@@ -37,9 +37,16 @@ namespace kl {
 namespace hattn {
 
 // Compile-time shape of one rung/head-dim instantiation.
+// kRung_: the rung number. Every rung file instantiates its own types: two rung files with an
+// identical Cfg would share one (deduplicated) host stub (and, in round 2, one `attr_set` flag)
+// across translation units while each registers its own device copy, and the second one launched without its
+// shared-memory attribute (round 2, request 1: cudaErrorInvalidValue on rung 10's D = 64).
+// kL2MB_: persistent item order, heads grouped so that a group's K and V fit in this many MB.
 template <int D_, int kConsumers_, int BN_, int kStages_, bool kWS_, bool kOverlap_, bool kPingPong_,
-          bool kHeavyFirst_>
+          bool kPersistent_, int kRung_, int kL2MB_ = 8>
 struct Cfg {
+  static constexpr int kRung = kRung_;
+  static constexpr int kL2MB = kL2MB_;
   static constexpr int D = D_;
   static constexpr int kConsumers = kConsumers_;  // consumer warpgroups, 64 query rows each
   static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
@@ -48,20 +55,28 @@ struct Cfg {
   static constexpr bool kWS = kWS_;               // producer warpgroup + setmaxnreg
   static constexpr bool kOverlap = kOverlap_;     // S(t+1) = QK^T issued before P(t)V(t) retires
   static constexpr bool kPingPong = kPingPong_;   // the 2 consumer WGs take turns issuing wgmma
-  static constexpr bool kHeavyFirst = kHeavyFirst_;  // causal: longest row tiles launched first
+  static constexpr bool kPersistent = kPersistent_;  // one CTA per SM, items from a counter, LPT
   static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
   static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
   static constexpr int kQBytes = BM * D * 2;
   static constexpr int kKVBytes = BN * D * 2;  // one K (or V) tile
   static constexpr int kBarOffset = kQBytes + 2 * kStages * kKVBytes;
-  static constexpr int kSmemBytes = kBarOffset + 8 * (1 + 3 * kStages) + 1024;  // +1024: align slack
+  // mbarriers: q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages],
+  // q_empty; then the persistent item slot (8 bytes)
+  static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
+  // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
+  // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
+  static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
+  static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
-  static_assert(BN == 64 || BN == 128, "wgmma N for S is BN: 64 or 128");
+  static_assert(BN == 64 || BN == 128 || BN == 176, "wgmma N for S is BN: 64, 128 or 176");
   static_assert(kConsumers == 1 || kConsumers == 2, "one or two consumer warpgroups");
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles stay 1024-byte aligned");
   static_assert(!kOverlap || kWS, "the overlapped loop is written for the warp-specialized kernel");
   static_assert(!kPingPong || (kOverlap && kConsumers == 2), "ping-pong: two overlapped consumers");
   static_assert(!kWS || kStages >= 2, "a producer needs at least two stages to run ahead");
+  static_assert(!kPersistent || kWS, "the persistent item loop is driven by the producer");
 };
 
 struct Params {
@@ -70,6 +85,7 @@ struct Params {
   float* Opart;               // [splits, B*Hkv, rows, D] normalized partial O (splits > 1)
   float* Lpart;               // [splits, B*Hkv, rows]     log2-sum-exp of each partial
   int rows, Sq, Skv, BH, m_tiles, splits, causal;
+  int work, hgroup;           // persistent: m_tiles * BH items; heads per L2 group
   float scale_log2;           // softmax scale * log2(e): scores go through exp2
 };
 
@@ -84,7 +100,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
 template <int N>
 __device__ __forceinline__ void wg_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
   if constexpr (N == 64) wgmma_ss_m64n64k16(d, da, db, acc);
-  else wgmma_ss_m64n128k16(d, da, db, acc);
+  else if constexpr (N == 128) wgmma_ss_m64n128k16(d, da, db, acc);
+  else wgmma_ss_m64n176k16(d, da, db, acc);
 }
 template <int N>
 __device__ __forceinline__ void wg_rs_t(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
@@ -135,17 +152,28 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
         if (col > lim[e >> 1] || col >= Skv) s[4 * j + e] = -INFINITY;
       }
   }
-  float mx[2] = {m_run[0], m_run[1]};
+  // Row max and row sum as 4 independent partial chains per row (j % 2, e & 1): a single chain of
+  // BN/4 dependent FMNMX / FADD is ~4 cycles each of pure latency on the softmax's critical path
+  // (ncu round 2: a third of the consumer stalls were fixed-latency dependencies).
+  float mx4[2][4];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) mx4[h][k] = m_run[h];
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[4 * j + e]);
+    for (int e = 0; e < 4; ++e)
+      mx4[e >> 1][2 * (j & 1) + (e & 1)] = fmaxf(mx4[e >> 1][2 * (j & 1) + (e & 1)], s[4 * j + e]);
+  float mx[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) mx[h] = fmaxf(fmaxf(mx4[h][0], mx4[h][1]), fmaxf(mx4[h][2], mx4[h][3]));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
   }
-  float base[2], sum[2] = {0.f, 0.f};
+  float base[2], sum4[2][4] = {};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // A row with every key masked so far keeps max -inf: use 0 so exp2 gives 0, not NaN.
@@ -159,8 +187,11 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
     for (int e = 0; e < 4; ++e) {
       float p = fast_exp2(fmaf(s[4 * j + e], sl, -base[e >> 1]));
       s[4 * j + e] = p;
-      sum[e >> 1] += p;
+      sum4[e >> 1][2 * (j & 1) + (e & 1)] += p;
     }
+  float sum[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
   // l stays a per-thread partial (quad-reduced once, in the epilogue)
   l_run[0] = l_run[0] * alpha[0] + sum[0];
   l_run[1] = l_run[1] * alpha[1] + sum[1];
@@ -185,23 +216,72 @@ __device__ __forceinline__ void scale_o(float (&o)[D / 2], const float (&alpha)[
     for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
 }
 
+// One K (or V) tile t into ring slot `stage` (D/64 panel boxes), completing on `full`.
+template <class C>
+__device__ __forceinline__ void issue_tile(const Params& p, const CUtensorMap* tm, uint8_t* base,
+                                           uint64_t* full, int stage, int t, int bh) {
+  mbar_arrive_expect_tx(full, C::kKVBytes);  // full box bytes, OOB zero-fill included
+#pragma unroll
+  for (int pn = 0; pn < C::kPanels; ++pn)
+    tma_load_3d(base + (stage * C::kPanels + pn) * (C::BN * 128), tm, full, pn * 64, t * C::BN, bh);
+}
 template <class C>
 __device__ __forceinline__ void issue_kv_tile(const Params& p, uint8_t* sK, uint8_t* sV,
                                               uint64_t* k_full, uint64_t* v_full, int stage, int t,
                                               int bh) {
-  mbar_arrive_expect_tx(&k_full[stage], C::kKVBytes);  // full box bytes, OOB zero-fill included
-#pragma unroll
-  for (int pn = 0; pn < C::kPanels; ++pn)
-    tma_load_3d(sK + (stage * C::kPanels + pn) * (C::BN * 128), &p.tmK, &k_full[stage], pn * 64,
-                t * C::BN, bh);
-  mbar_arrive_expect_tx(&v_full[stage], C::kKVBytes);
-#pragma unroll
-  for (int pn = 0; pn < C::kPanels; ++pn)
-    tma_load_3d(sV + (stage * C::kPanels + pn) * (C::BN * 128), &p.tmV, &v_full[stage], pn * 64,
-                t * C::BN, bh);
+  issue_tile<C>(p, &p.tmK, sK, &k_full[stage], stage, t, bh);
+  issue_tile<C>(p, &p.tmV, sV, &v_full[stage], stage, t, bh);
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// The KV range one work item (a BM-row tile of one (b, kv head), one split) visits.
+struct TileRange {
+  int m0, n, t0, mask_from;
+};
+template <class C>
+__device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk, int split) {
+  TileRange r;
+  r.m0 = m_blk * C::BM;
+  const int diag = p.Skv - p.Sq;  // query qpos sees keys <= qpos + diag (causal)
+  // Rows of one tile may straddle two heads (Sq % BM != 0): then the tile's qpos range is
+  // conservatively [0, Sq).
+  const int last_row = min(r.m0 + C::BM, p.rows) - 1;
+  int qmin = 0, qmax = p.Sq - 1;
+  if (r.m0 / p.Sq == last_row / p.Sq) {
+    qmin = r.m0 % p.Sq;
+    qmax = last_row % p.Sq;
+  }
+  const int kv_end = p.causal ? min(p.Skv, qmax + diag + 1) : p.Skv;
+  const int n_tiles = (kv_end + C::BN - 1) / C::BN;
+  const int per_split = (n_tiles + p.splits - 1) / p.splits;
+  r.t0 = split * per_split;
+  r.n = max(0, min(n_tiles, r.t0 + per_split) - r.t0);  // may be 0 for a trailing split
+  // First tile with a key some row of the tile must not see (causal) or past Skv: tiles before it
+  // skip the mask.
+  r.mask_from = min(p.causal ? (qmin + diag + 1) / C::BN : INT_MAX, p.Skv / C::BN);
+  return r;
+}
+
+// Persistent order (kPersistent): work item w -> (bh, m tile). Heads go in groups of p.hgroup
+// (their K/V fit in ~32 MB of L2); inside a group the heaviest row tiles of every head come first
+// (causal: m descending; heads fastest), so the greedy tile counter is longest-processing-time
+// first and the light tiles fill the tail.
+__device__ __forceinline__ void persistent_item(const Params& p, int w, int& bh, int& m_blk) {
+  const int per_group = p.hgroup * p.m_tiles;
+  const int g = w / per_group;
+  const int r = w - g * per_group;
+  const int hg = min(p.hgroup, p.BH - g * p.hgroup);  // the last group may be smaller
+  const int level = r / hg;
+  bh = g * p.hgroup + (r - level * hg);
+  m_blk = p.causal ? p.m_tiles - 1 - level : level;
+}
+
+// Tile counter of the persistent rungs: [0] next ticket (after the first gridDim.x, which are
+// blockIdx.x), [1] CTAs done. The last CTA to finish resets both, so every launch starts at 0.
+// One counter per translation unit (rung file): two launches of the same rung must not run
+// concurrently on different streams (the bench and tests use one stream).
+static __device__ int g_fa_tile_ctr[2];
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constant__ Params p) {
@@ -217,66 +297,85 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
   uint64_t* q_full = bars;
   uint64_t* k_full = bars + 1;
   uint64_t* v_full = bars + 1 + C::kStages;
-  uint64_t* empty = bars + 1 + 2 * C::kStages;  // WS only: consumers -> producer
-
-  // Grid (m tiles, B*Hkv, splits): m varies fastest, so the CTAs resident at one time share the
-  // K/V of a few heads in L2.
-  const int bh = blockIdx.y;
-  // Causal row tiles get heavier with m: with kHeavyFirst the first-dispatched CTAs of each head
-  // (low blockIdx.x) take the longest tiles, so the short ones fill the tail.
-  const int m_blk = (C::kHeavyFirst && p.causal) ? (p.m_tiles - 1 - int(blockIdx.x)) : int(blockIdx.x);
-  const int split = blockIdx.z;
-  const int m0 = m_blk * C::BM;
-  const int diag = p.Skv - p.Sq;  // query qpos sees keys <= qpos + diag (causal)
-
-  // KV tiles this CTA visits. Rows of one tile may straddle two heads (Sq % BM != 0): then the
-  // tile's qpos range is conservatively [0, Sq).
-  const int last_row = min(m0 + C::BM, p.rows) - 1;
-  int qmin = 0, qmax = p.Sq - 1;
-  if (m0 / p.Sq == last_row / p.Sq) {
-    qmin = m0 % p.Sq;
-    qmax = last_row % p.Sq;
-  }
-  const int kv_end = p.causal ? min(p.Skv, qmax + diag + 1) : p.Skv;
-  const int n_tiles = (kv_end + C::BN - 1) / C::BN;
-  const int per_split = (n_tiles + p.splits - 1) / p.splits;
-  const int t0 = split * per_split;
-  const int n = max(0, min(n_tiles, t0 + per_split) - t0);  // may be 0 for a trailing split
-  // First tile with a key some row of the tile must not see (causal) or past Skv: tiles before it
-  // skip the mask.
-  const int mask_from = min(p.causal ? (qmin + diag + 1) / C::BN : INT_MAX, p.Skv / C::BN);
+  // WS only, consumers -> producer. K and V slots are released separately: K(t) as soon as
+  // S(t) = QK^T retired, V(t) after P(t)V(t). With the overlapped loop (06+) V(t) is held until the
+  // middle of iteration t+1; a shared K/V release made the producer's K(t+2) wait for it, which
+  // with 2 stages left no tile of lookahead (round 1: 06/07 lost 20-25% to 05).
+  uint64_t* k_empty = bars + 1 + 2 * C::kStages;
+  uint64_t* v_empty = bars + 1 + 3 * C::kStages;
+  uint64_t* q_empty = bars + 1 + 4 * C::kStages;  // persistent: Q of the current item consumed
+  volatile int* item_slot = reinterpret_cast<volatile int*>(bars + 2 + 4 * C::kStages);
 
   if (threadIdx.x == 0) {
     mbar_init(q_full, 1);
+    mbar_init(q_empty, C::kConsumers * 4);
     for (int s = 0; s < C::kStages; ++s) {
       mbar_init(&k_full[s], 1);                      // producer's arrive.expect_tx
       mbar_init(&v_full[s], 1);
-      mbar_init(&empty[s], C::kConsumers * 4);       // one arrival per consumer warp
+      mbar_init(&k_empty[s], C::kConsumers * 4);     // one arrival per consumer warp
+      mbar_init(&v_empty[s], C::kConsumers * 4);
     }
     fence_barrier_init();
   }
   __syncthreads();
 
+  // Non-persistent grid (m tiles, B*Hkv, splits): m varies fastest, so the CTAs resident at one
+  // time share the K/V of a few heads in L2.
   const int wg = threadIdx.x / 128;
   if constexpr (C::kWS) {
     if (wg == 0) {
-      // ---------------- producer warpgroup: one thread streams Q once, then the K/V ring
-      if constexpr (C::kConsumers == 2) setmaxnreg_dec<40>();
-      if (threadIdx.x == 0 && n > 0) {
+      // ---------------- producer warpgroup: one thread streams Q once per item, then the K/V ring
+      if constexpr (C::kConsumers == 2) setmaxnreg_dec<C::kProducerRegs>();
+      if (threadIdx.x == 0) {
         tma_prefetch_desc(&p.tmK);
         tma_prefetch_desc(&p.tmV);
-        mbar_arrive_expect_tx(q_full, C::kQBytes);
-        for (int pn = 0; pn < C::kPanels; ++pn)
-          tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
-        for (int i = 0; i < n; ++i) {
-          const int stage = i % C::kStages;
-          // Reuse of a stage waits for the consumers' release of its previous round.
-          // Watchdog only here: in the consumers its clock/trap path made ptxas spill and
-          // serialize the wgmmas. A consumer stuck on a full barrier (bad transaction count)
-          // stalls its releases, so this wait traps too (when n > kStages).
-          if (i >= C::kStages)
-            mbar_wait_watchdog(&empty[stage], ((i / C::kStages) & 1) ^ 1);
-          issue_kv_tile<C>(p, sK, sV, k_full, v_full, stage, t0 + i, bh);
+        int it = 0, items = 0;  // ring position and items done, continued across items
+        int w = blockIdx.x;
+        while (true) {
+          int bh, m_blk, split;
+          if constexpr (C::kPersistent) {
+            if (w >= p.work) break;
+            persistent_item(p, w, bh, m_blk);
+            split = 0;
+          } else {
+            bh = blockIdx.y, m_blk = blockIdx.x, split = blockIdx.z;
+          }
+          const TileRange tr = tile_range<C>(p, m_blk, split);
+          if (tr.n > 0) {  // (always, when persistent: one split, every row sees key 0)
+            if constexpr (C::kPersistent) {
+              // sQ and the item slot are reused: wait until every consumer warp has retired its
+              // last S = QK^T of the previous item (it has read the slot long before).
+              if (items > 0) mbar_wait_watchdog(q_empty, (items - 1) & 1);
+              *item_slot = w;  // published by the arrive (release) below
+            }
+            mbar_arrive_expect_tx(q_full, C::kQBytes);
+            for (int pn = 0; pn < C::kPanels; ++pn)
+              tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, tr.m0, bh);
+            for (int i = 0; i < tr.n; ++i, ++it) {
+              const int stage = it % C::kStages;
+              const uint32_t ph = ((it / C::kStages) & 1) ^ 1;
+              // Reuse of a slot waits for the consumers' release of its previous round (K and V
+              // separately). Watchdog only here: in the consumers its clock/trap path made ptxas
+              // spill and serialize the wgmmas. A consumer stuck on a full barrier (bad
+              // transaction count) stalls its releases, so this wait traps too.
+              if (it >= C::kStages) mbar_wait_watchdog(&k_empty[stage], ph);
+              issue_tile<C>(p, &p.tmK, sK, &k_full[stage], stage, tr.t0 + i, bh);
+              if (it >= C::kStages) mbar_wait_watchdog(&v_empty[stage], ph);
+              issue_tile<C>(p, &p.tmV, sV, &v_full[stage], stage, tr.t0 + i, bh);
+            }
+            ++items;
+          }
+          if constexpr (!C::kPersistent) break;
+          w = int(gridDim.x) + atomicAdd(&g_fa_tile_ctr[0], 1);
+        }
+        if constexpr (C::kPersistent) {
+          if (items > 0) mbar_wait_watchdog(q_empty, (items - 1) & 1);
+          *item_slot = -1;  // end of work: completes q_full's next phase without a transaction
+          mbar_arrive(q_full);
+          if (atomicAdd(&g_fa_tile_ctr[1], 1) == int(gridDim.x) - 1) {  // last CTA: reset
+            atomicExch(&g_fa_tile_ctr[0], 0);
+            atomicExch(&g_fa_tile_ctr[1], 0);
+          }
         }
       }
       return;
@@ -284,174 +383,213 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
   }
 
   // ---------------- consumer warpgroups
-  if constexpr (C::kWS && C::kConsumers == 2) setmaxnreg_inc<232>();
+  if constexpr (C::kWS && C::kConsumers == 2) setmaxnreg_inc<C::kConsumerRegs>();
   const int c = C::kWS ? wg - 1 : wg;  // consumer index: rows 64c..64c+63 of the tile
-  // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before each
-  // batch of wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads: its own
-  // 128 + the other's 128 arrivals); after issuing it arrives on the other's. So warpgroup A's
-  // softmax runs while B's products run, and vice versa. Batches per warpgroup: n + 1 (S(0); then
-  // S(i) with P(i-1)V(i-1); then P(n-1)V(n-1)). Warpgroup 1 pre-arrives once so that warpgroup 0
-  // starts, and skips its last arrival: each barrier then sees exactly n + 1 sync/arrive pairs.
-  int pp_batch = 0;
-  auto pp_begin = [&]() {
-    if constexpr (C::kPingPong) named_barrier_sync(1 + c, 256);
-  };
-  auto pp_end = [&](int n_batches) {
-    if constexpr (C::kPingPong) {
-      if (!(c == 1 && pp_batch == n_batches - 1)) named_barrier_arrive(1 + (1 - c), 256);
-      ++pp_batch;
-    }
-  };
-  if constexpr (C::kPingPong) {
-    if (c == 1 && n > 0) named_barrier_arrive(1 + 0, 256);
-  }
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const int r_lo = c * 64 + warp * 16 + lane / 4;  // tile row of h = 0; h = 1 is r_lo + 8
-  int grow[2], lim[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    grow[h] = m0 + r_lo + 8 * h;
-    lim[h] = p.causal ? (grow[h] % p.Sq) + diag : INT_MAX - 1;
-  }
-  const uint8_t* q_wg = sQ + c * (64 * 128);  // this warpgroup's 64 rows in every panel
+  const uint8_t* q_wg = sQ + c * (64 * 128);       // this warpgroup's 64 rows in every panel
+  const int diag = p.Skv - p.Sq;
+  int it = 0, items = 0;  // ring position / items done (the producer counts the same way)
 
-  float o[C::D / 2];
-#pragma unroll
-  for (int i = 0; i < C::D / 2; ++i) o[i] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f}, alpha[2];
-  float s[C::BN / 2];
-  uint32_t pf[C::BN / 16][4];
-
-  if constexpr (!C::kWS) {
-    // Rung 04: no producer; thread 0 issues Q and the first kStages tiles, then refills a stage
-    // after the whole CTA has finished with it (__syncthreads below).
-    if (threadIdx.x == 0 && n > 0) {
-      mbar_arrive_expect_tx(q_full, C::kQBytes);
-      for (int pn = 0; pn < C::kPanels; ++pn)
-        tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
-      for (int i = 0; i < min(n, C::kStages); ++i)
-        issue_kv_tile<C>(p, sK, sV, k_full, v_full, i, t0 + i, bh);
-    }
-  }
-
-  if (n > 0) {
-    mbar_wait(q_full, 0);
-    if constexpr (!C::kOverlap) {
-      for (int i = 0; i < n; ++i) {
-        const int stage = i % C::kStages;
-        const uint32_t ph = (i / C::kStages) & 1;
-        const int t = t0 + i;
-        mbar_wait(&k_full[stage], ph);
-        wgmma_fence();
-        issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(s);
-        online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                              p.scale_log2, lane);
-        scale_o<C::D>(o, alpha);
-        pack_p<C::BN>(s, pf);
-        mbar_wait(&v_full[stage], ph);
-        wgmma_fence();  // o and pf were written by ordinary instructions
-        issue_pv<C>(o, pf, sV + stage * C::kKVBytes);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operands(o);
-        wgmma_fence_operands_u32(pf);
-        if constexpr (C::kWS) {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&empty[stage]);
-        } else {
-          __syncthreads();  // every warpgroup's wgmma has read this stage
-          if (threadIdx.x == 0 && i + C::kStages < n)
-            issue_kv_tile<C>(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
-        }
-      }
+  while (true) {
+    int bh, m_blk, split;
+    if constexpr (C::kPersistent) {
+      mbar_wait(q_full, items & 1);
+      const int w = *item_slot;
+      if (w < 0) break;
+      persistent_item(p, w, bh, m_blk);
+      split = 0;
     } else {
-      // Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is
-      // queued behind it; the softmax of S(i) then overlaps the P(i-1)V(i-1) wgmma.
-      mbar_wait(&k_full[0], 0);
-      pp_begin();
-      wgmma_fence();
-      issue_qk<C>(s, q_wg, sK);
-      wgmma_commit();
-      pp_end(n + 1);
-      wgmma_wait<0>();
-      wgmma_fence_operands(s);
-      online_softmax<C::BN>(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
-                            p.scale_log2, lane);
-      pack_p<C::BN>(s, pf);  // o is still 0: no rescale
-      for (int i = 1; i < n; ++i) {
-        const int stage = i % C::kStages, pstage = (i - 1) % C::kStages;
-        const int t = t0 + i;
-        mbar_wait(&k_full[stage], (i / C::kStages) & 1);
-        mbar_wait(&v_full[pstage], ((i - 1) / C::kStages) & 1);
+      bh = blockIdx.y, m_blk = blockIdx.x, split = blockIdx.z;
+    }
+    const TileRange tr = tile_range<C>(p, m_blk, split);
+    const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
+
+    // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before
+    // each batch of wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads:
+    // its own 128 + the other's 128 arrivals); after issuing it arrives on the other's. So
+    // warpgroup A's softmax runs while B's products run, and vice versa. Batches per warpgroup and
+    // item: n + 1 (S(0); then S(i) with P(i-1)V(i-1); then P(n-1)V(n-1)). Warpgroup 1 pre-arrives
+    // once so that warpgroup 0 starts, and skips its last arrival: each barrier then sees exactly
+    // n + 1 sync/arrive pairs per item (so items chain without extra state).
+    int pp_batch = 0;
+    auto pp_begin = [&]() {
+      if constexpr (C::kPingPong) named_barrier_sync(1 + c, 256);
+    };
+    auto pp_end = [&](int n_batches) {
+      if constexpr (C::kPingPong) {
+        if (!(c == 1 && pp_batch == n_batches - 1)) named_barrier_arrive(1 + (1 - c), 256);
+        ++pp_batch;
+      }
+    };
+    if constexpr (C::kPingPong) {
+      if (c == 1 && n > 0) named_barrier_arrive(1 + 0, 256);
+    }
+    int grow[2], lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      grow[h] = m0 + r_lo + 8 * h;
+      lim[h] = p.causal ? (grow[h] % p.Sq) + diag : INT_MAX - 1;
+    }
+
+    float o[C::D / 2];
+#pragma unroll
+    for (int i = 0; i < C::D / 2; ++i) o[i] = 0.f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f}, alpha[2];
+    float s[C::BN / 2];
+    uint32_t pf[C::BN / 16][4];
+
+    if constexpr (!C::kWS) {
+      // Rung 04: no producer; thread 0 issues Q and the first kStages tiles, then refills a stage
+      // after the whole CTA has finished with it (__syncthreads below).
+      if (threadIdx.x == 0 && n > 0) {
+        mbar_arrive_expect_tx(q_full, C::kQBytes);
+        for (int pn = 0; pn < C::kPanels; ++pn)
+          tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
+        for (int i = 0; i < min(n, C::kStages); ++i)
+          issue_kv_tile<C>(p, sK, sV, k_full, v_full, i, t0 + i, bh);
+      }
+    }
+
+    if (n > 0) {
+      if constexpr (!C::kPersistent) mbar_wait(q_full, 0);
+      if constexpr (!C::kOverlap) {
+        for (int i = 0; i < n; ++i) {
+          const int stage = (it + i) % C::kStages;
+          const uint32_t ph = ((it + i) / C::kStages) & 1;
+          const int t = t0 + i;
+          mbar_wait(&k_full[stage], ph);
+          wgmma_fence();
+          issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(s);
+          if constexpr (C::kWS) {  // K(t) read: the producer may refill its slot now
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&k_empty[stage]);
+          }
+          online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                                p.scale_log2, lane);
+          scale_o<C::D>(o, alpha);
+          pack_p<C::BN>(s, pf);
+          mbar_wait(&v_full[stage], ph);
+          wgmma_fence();  // o and pf were written by ordinary instructions
+          issue_pv<C>(o, pf, sV + stage * C::kKVBytes);
+          wgmma_commit();
+          wgmma_wait<0>();
+          wgmma_fence_operands(o);
+          wgmma_fence_operands_u32(pf);
+          if constexpr (C::kWS) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&v_empty[stage]);
+          } else {
+            __syncthreads();  // every warpgroup's wgmma has read this stage
+            if (threadIdx.x == 0 && i + C::kStages < n)
+              issue_kv_tile<C>(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
+          }
+        }
+        if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
+          __syncwarp();
+          if (lane == 0) mbar_arrive(q_empty);
+        }
+      } else {
+        // Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is
+        // queued behind it; the softmax of S(i) then overlaps the P(i-1)V(i-1) wgmma.
+        const int stage0 = it % C::kStages;
+        mbar_wait(&k_full[stage0], (it / C::kStages) & 1);
         pp_begin();
         wgmma_fence();
-        issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
-        wgmma_commit();
-        issue_pv<C>(o, pf, sV + pstage * C::kKVBytes);
+        issue_qk<C>(s, q_wg, sK + stage0 * C::kKVBytes);
         wgmma_commit();
         pp_end(n + 1);
-        wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
+        wgmma_wait<0>();
         wgmma_fence_operands(s);
-        online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                              p.scale_log2, lane);
-        // Keep the softmax before the wait for P(i-1)V(i-1): ptxas otherwise hoists that wait
-        // into the middle of the masking code (seen in the SASS) and the overlap is lost. The
-        // wait depends (by a branch) on l, which depends on every exp2 of the tile.
-        wgmma_fence_operands(s);
-        wgmma_fence_operands(l_run);
-        wgmma_fence_operands(alpha);
-        wgmma_wait0_after(l_run[0] + l_run[1]);
-        wgmma_fence_operands(o);
-        wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
         __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[pstage]);
-        scale_o<C::D>(o, alpha);
-        pack_p<C::BN>(s, pf);
+        if (lane == 0) mbar_arrive(&k_empty[stage0]);
+        online_softmax<C::BN>(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
+                              p.scale_log2, lane);
+        pack_p<C::BN>(s, pf);  // o is still 0: no rescale
+        for (int i = 1; i < n; ++i) {
+          const int stage = (it + i) % C::kStages, pstage = (it + i - 1) % C::kStages;
+          const int t = t0 + i;
+          mbar_wait(&k_full[stage], ((it + i) / C::kStages) & 1);
+          mbar_wait(&v_full[pstage], ((it + i - 1) / C::kStages) & 1);
+          pp_begin();
+          wgmma_fence();
+          issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
+          wgmma_commit();
+          issue_pv<C>(o, pf, sV + pstage * C::kKVBytes);
+          wgmma_commit();
+          pp_end(n + 1);
+          wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
+          wgmma_fence_operands(s);
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&k_empty[stage]);  // K(i) read
+          online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                                p.scale_log2, lane);
+          // Keep the softmax before the wait for P(i-1)V(i-1): ptxas otherwise hoists that wait
+          // into the middle of the masking code (seen in the SASS) and the overlap is lost. The
+          // wait depends (by a branch) on l, which depends on every exp2 of the tile.
+          wgmma_fence_operands(s);
+          wgmma_fence_operands(l_run);
+          wgmma_fence_operands(alpha);
+          wgmma_wait0_after(l_run[0] + l_run[1]);
+          wgmma_fence_operands(o);
+          wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
+          __syncwarp();
+          if (lane == 0) mbar_arrive(&v_empty[pstage]);
+          scale_o<C::D>(o, alpha);
+          pack_p<C::BN>(s, pf);
+        }
+        if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
+          __syncwarp();
+          if (lane == 0) mbar_arrive(q_empty);
+        }
+        const int lstage = (it + n - 1) % C::kStages;
+        mbar_wait(&v_full[lstage], ((it + n - 1) / C::kStages) & 1);
+        pp_begin();
+        wgmma_fence();
+        issue_pv<C>(o, pf, sV + lstage * C::kKVBytes);
+        wgmma_commit();
+        pp_end(n + 1);
+        wgmma_wait<0>();
+        wgmma_fence_operands(o);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&v_empty[lstage]);
       }
-      const int lstage = (n - 1) % C::kStages;
-      mbar_wait(&v_full[lstage], ((n - 1) / C::kStages) & 1);
-      pp_begin();
-      wgmma_fence();
-      issue_pv<C>(o, pf, sV + lstage * C::kKVBytes);
-      wgmma_commit();
-      pp_end(n + 1);
-      wgmma_wait<0>();
-      wgmma_fence_operands(o);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[lstage]);
     }
-  }
 
-  // ---------------- epilogue: O / l (bf16), or the normalized partial and its log2-sum-exp
+    // ---------------- epilogue: O / l (bf16), or the normalized partial and its log2-sum-exp
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
-    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
-  }
-  const int col0 = 2 * (lane & 3);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (grow[h] >= p.rows) continue;  // padding rows of the last tile (TMA read zeros)
-    const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-    if (p.splits == 1) {
-      __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
-#pragma unroll
-      for (int j = 0; j < C::D / 8; ++j)
-        *reinterpret_cast<uint32_t*>(orow + 8 * j + col0) =
-            pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-    } else {
-      const size_t prow = (size_t(split) * p.BH + bh) * p.rows + grow[h];
-      float* orow = p.Opart + prow * C::D;
-#pragma unroll
-      for (int j = 0; j < C::D / 8; ++j)
-        *reinterpret_cast<float2*>(orow + 8 * j + col0) =
-            make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-      if ((lane & 3) == 0)
-        p.Lpart[prow] = l_run[h] > 0.f ? m_run[h] * p.scale_log2 + log2f(l_run[h]) : -INFINITY;
+    for (int h = 0; h < 2; ++h) {
+      l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+      l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
     }
+    const int col0 = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (grow[h] >= p.rows) continue;  // padding rows of the last tile (TMA read zeros)
+      const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+      if (p.splits == 1) {
+        __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
+#pragma unroll
+        for (int j = 0; j < C::D / 8; ++j)
+          *reinterpret_cast<uint32_t*>(orow + 8 * j + col0) =
+              pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+      } else {
+        const size_t prow = (size_t(split) * p.BH + bh) * p.rows + grow[h];
+        float* orow = p.Opart + prow * C::D;
+#pragma unroll
+        for (int j = 0; j < C::D / 8; ++j)
+          *reinterpret_cast<float2*>(orow + 8 * j + col0) =
+              make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        if ((lane & 3) == 0)
+          p.Lpart[prow] = l_run[h] > 0.f ? m_run[h] * p.scale_log2 + log2f(l_run[h]) : -INFINITY;
+      }
+    }
+    it += n;
+    ++items;
+    if constexpr (!C::kPersistent) break;
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
@@ -506,6 +644,7 @@ inline size_t split_bytes(const AttentionArgs& a, int splits) {
 
 template <class C>
 void launch(const AttentionArgs& a, cudaStream_t stream, bool allow_split) {
+  if (C::kPersistent) allow_split = false;  // the persistent item loop covers whole KV ranges
   const DeviceInfo& dev = device_info();
   const int G = a.Hq / a.Hkv;
   Params p{};
@@ -556,13 +695,18 @@ void launch(const AttentionArgs& a, cudaStream_t stream, bool allow_split) {
     p.Opart = static_cast<float*>(a.workspace);
     p.Lpart = p.Opart + o_elems;
   }
-  static bool attr_set = false;  // once per instantiation (host-side, not a stream operation)
-  if (!attr_set) {
-    KL_CHECK(cudaFuncSetAttribute(fa_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  C::kSmemBytes));
-    attr_set = true;
-  }
+  // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
+  attention_smem_optin(reinterpret_cast<const void*>(fa_kernel<C>), C::kSmemBytes);
   dim3 grid(p.m_tiles, p.BH, splits);
+  if constexpr (C::kPersistent) {
+    // One CTA per SM (the shared memory allows no second one); items m_tiles * BH, heads grouped
+    // so that a group's K and V (Skv * D * 2 B * 2) fit in kL2MB MB of L2.
+    p.work = p.m_tiles * p.BH;
+    const long long kv_head_bytes = (long long)a.Skv * C::D * 4;
+    p.hgroup = int(std::max<long long>(
+        1, std::min<long long>(p.BH, ((long long)C::kL2MB << 20) / kv_head_bytes)));
+    grid = dim3(std::min(p.work, dev.sms), 1, 1);
+  }
   fa_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();
   if (splits > 1) {

@@ -22,11 +22,14 @@ void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
                "the two consumer warpgroups alternate wgmma issue (named barriers): one's softmax "
                "overlaps the other's products",
                attn_pingpong_supports, attn_pingpong_launch});
-  t.push_back({8, "heaviest_first", "causal row tiles dispatched longest first",
+  t.push_back({8, "heaviest_first",
+               "persistent CTAs take items from a tile counter, causal row tiles longest first",
                attn_heaviest_first_supports, attn_heaviest_first_launch});
   t.push_back({9, "decode_split_kv",
                "decode: GQA heads packed in M, KV split across CTAs + log-sum-exp combine",
                attn_decode_split_kv_supports, attn_decode_split_kv_launch});
+  t.push_back({10, "wide_kv_tile", "D = 128: 128 x 176 tiles (wgmma n176), setmaxnreg 24/240",
+               attn_wide_kv_tile_supports, attn_wide_kv_tile_launch});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {

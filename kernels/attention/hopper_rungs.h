@@ -1,4 +1,4 @@
-// kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 09_*.cu);
+// kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 10_*.cu);
 // hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the decode rung.
 #pragma once
 #include <string>
@@ -15,6 +15,7 @@ KL_ATTN_HOPPER_RUNG(attn_intra_wg_overlap)
 KL_ATTN_HOPPER_RUNG(attn_pingpong)
 KL_ATTN_HOPPER_RUNG(attn_heaviest_first)
 KL_ATTN_HOPPER_RUNG(attn_decode_split_kv)
+KL_ATTN_HOPPER_RUNG(attn_wide_kv_tile)
 #undef KL_ATTN_HOPPER_RUNG
 
 // Workspace the decode rung (09) can use for `a` (its partial O and log-sum-exp, fp32): the lead's

@@ -8,7 +8,7 @@
 // full barrier still expects 48 KB (its A + both W halves). Because the producer of either CTA
 // writes into both CTAs' slots, a slot is free only when the consumers of BOTH CTAs have released
 // it: empty[s] counts 16 arrivals (8 consumer warps x 2 CTAs) and every consumer warp arrives on
-// the empty barrier of both CTAs (mapa + mbarrier.arrive.release.cluster). Barrier init is made
+// the empty barrier of both CTAs (mapa + mbarrier.arrive, default .release.cta: see below). Barrier init is made
 // cluster-visible with fence.mbarrier_init + a cluster barrier; a final cluster barrier keeps each
 // CTA (its smem and barriers) alive until its peer is done arriving on it.
 // Scheduling: a persistent cluster takes tile PAIRS (2 M-tiles x 1 N-tile) in grouped order; both
@@ -18,7 +18,10 @@
 // Expect-tx ordering: the peer's multicast bytes may land before this CTA's producer has posted
 // expect_tx for the phase; the tx count goes transiently negative, which mbarriers allow (the
 // phase cannot complete before the local producer's arrival).
-// Measured (H200): pending
+// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 450 TF at 4096^3 (08: 777), 398 at 2048^3,
+// 0.207 ms at M=1 4096x11008 (08: 0.109): ncu showed 45% of stalls on MEMBAR: the consumer
+// release used mbarrier.arrive.release.cluster, which ptxas precedes with MEMBAR.ALL.GPU. Fixed
+// with mbar_arrive_remote (default .release.cta, as CUTLASS); re-measured in gemm2 request 2.
 #include <map>
 #include <mutex>
 
@@ -105,7 +108,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
     // A slot is refilled by the producers of both CTAs: tell both.
     auto release = [](uint64_t* bar) {
 #pragma unroll
-      for (int c = 0; c < CLUSTER; ++c) mbar_arrive_cluster(bar, c);
+      for (int c = 0; c < CLUSTER; ++c) mbar_arrive_remote(bar, c);
     };
     float acc[BN / 2];
     int it = 0;

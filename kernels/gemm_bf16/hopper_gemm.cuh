@@ -32,6 +32,13 @@ std::string supports_09(const GemmBf16Args& a, const DeviceInfo& d);  // cluster
 void launch_09(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_10(const GemmBf16Args& a, const DeviceInfo& d);  // decode (M <= 64)
 void launch_10(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d);  // decode, TMA ring + split-K
+void launch_11(const GemmBf16Args& a, cudaStream_t s);
+std::string describe_11(int M, int N, int K);  // the launch configuration rung 11 picks
+std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
+void launch_12(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
+void launch_13(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

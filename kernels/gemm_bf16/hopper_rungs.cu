@@ -31,4 +31,13 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
   t.push_back({10, "decode_stream",
                "M <= 64 branch: stream W rows (16-byte no-allocate loads) into mma.sync, K split over warps",
                supports_10, launch_10});
+  t.push_back({11, "decode_tma_splitk",
+               "M <= 64: TMA ring (128-160 KB of W in flight), K split over a cluster, DSMEM reduction",
+               supports_11, launch_11});
+  t.push_back({12, "four_stages",
+               "rung 08 with a 4-deep ring (192 KB); epilogue staged in 64x128 halves to fit",
+               supports_12, launch_12});
+  t.push_back({13, "cluster_multicast_4stage",
+               "rung 12 + 2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",
+               supports_13, launch_13});
 }

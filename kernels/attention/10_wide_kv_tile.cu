@@ -1,0 +1,32 @@
+// kernels/attention/10_wide_kv_tile.cu — rung 10 (sm_90a): 128 x 176 tiles (D = 128).
+//
+// Change from rung 08: D = 128 uses KV tiles of 176 keys instead of 128 (wgmma m64n176k16 for
+// S = QK^T, 11 k-steps of P V), 2 stages (Q 32 KB + 2 x 2 x 44 KB = 208 KB), setmaxnreg 24/240 so
+// S (88) + O (64) + P (44) fit in the consumer registers. D = 64 keeps rung 08's 128-key tiles.
+// Why: per KV tile each warpgroup pays a fixed cost (barrier waits, the row-max shuffles, the O
+// rescale of 64 registers, the wgmma issue/wait round trip); 176 keys spread it over 37% more
+// work. (FA3 uses 128 x 176 for non-causal D = 128 on H100.) Causal shapes mask more per
+// diagonal tile, so the pick may keep rung 08 there.
+// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl, on 08 with 32 MB groups):
+// S=4096 D=128 553 / 594 TFLOP/s causal / non-causal (08: 556 / 588), S=8192 566 / 572. Does not
+// pay: 240 registers per consumer thread and a ragged last tile (4096 = 23.3 x 176) eat the
+// amortized per-tile costs. Kept as a measured step (FA3's non-causal tile).
+#include "attention/hopper_fa.cuh"
+#include "attention/hopper_rungs.h"
+
+namespace kl {
+namespace {
+// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
+using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, true, 10>;
+using C128 = hattn::Cfg<128, 2, 176, 2, true, true, true, true, 10>;
+}  // namespace
+
+std::string attn_wide_kv_tile_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+}
+
+void attn_wide_kv_tile_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) hattn::launch<C64>(a, s, false);
+  else hattn::launch<C128>(a, s, false);
+}
+}  // namespace kl
