@@ -5,10 +5,11 @@
 // attention_reference_sampled() downloads only what the sampled rows need (their Q rows and the
 // K/V heads they read) and computes the reference rows; attention_check_output() downloads those
 // rows of O and compares. Tolerance (bf16 output; P is rounded to bf16 before P V on the tensor
-// cores): |got - ref| <= 1e-2 * rms(ref) + 1e-2 * |ref| per element and a relative L2 error <= 1e-2
+// cores): |got - ref| <= 1e-2 * rms(ref) + 2^-8 * max|V| + 1e-2 * |ref| per element and a relative L2 error <= 1e-2
 // over the sampled rows. Expected errors are ~0.3% (one bf16 rounding of O, bf16 P); a wrong row,
 // a missing tile or a bad mask is off by O(rms).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -58,6 +59,7 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   if (c.all_rows) Qall = download_as_float(a.Q, static_cast<size_t>(total) * D, DType::bf16);
   c.ref.resize(c.rows.size() * D);
   const double scale = attention_scale(a);
+  double vmax = 0;  // max |V| over the heads the sampled rows read
   // Head by head (one K/V head on the host at a time: a 128K-token head is 128 MB as floats).
   std::map<long long, std::vector<size_t>> by_head;  // b*Hkv+hkv -> indices into c.rows
   for (size_t k = 0; k < c.rows.size(); ++k)
@@ -66,6 +68,7 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
     const size_t n = static_cast<size_t>(a.Skv) * D;
     const std::vector<float> K = download_as_float(a.K + h.first * n, n, DType::bf16);
     const std::vector<float> V = download_as_float(a.V + h.first * n, n, DType::bf16);
+    for (float v : V) vmax = std::max(vmax, static_cast<double>(std::fabs(v)));
     for (size_t k : h.second) {
       const auto& r = c.rows[k];
       const long long row = attention_row_index(a, r);
@@ -85,7 +88,12 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   double ss = 0;
   for (double v : c.ref) ss += v * v;
   const double rms = c.ref.empty() ? 0 : std::sqrt(ss / c.ref.size());
-  c.tol.abs = 1e-2 * rms + 1e-6;
+  // P is rounded to bf16 (relative error <= 2^-9 per weight) before P V, so a row's output can
+  // move by up to 2^-9 * sum_j p_j |v_j| <= 2^-9 * max|V| whatever its size: rows that see few keys
+  // (early causal rows) have large weights and small |O|, where 1e-2 * rms(ref) alone is too tight
+  // (seen on the H200: one element of 8192 at 2.2e-3 with every rung agreeing bit for bit).
+  // Allow twice that bound on top of the relative terms.
+  c.tol.abs = 1e-2 * rms + std::ldexp(vmax, -8) + 1e-6;
   c.tol.rel = 1e-2;
   c.tol.rel_l2 = 1e-2;
   return c;

@@ -7,7 +7,7 @@
 // v_j. Nothing is shared between rows: every query head reads its whole KV head from L2/DRAM.
 // Why it is slow: one dot product per 5 shuffles and a dependent exp2 per key, D/32 FMAs per lane
 // per key; the tensor cores and shared memory are unused. It is the correctness baseline.
-// Measured (H200, 2026-11-29, round-1 run .lease/round1/r/attention.jsonl -> results/h200/dev/):
+// Measured (H200, 2026-11-29, round-1 run results/h200/dev/round1/attention.jsonl -> results/h200/dev/):
 // 6.8 TFLOP/s at B=16,H=32,S=512,D=128 causal (5.09 ms), 3.9 at D=64; decode B=1,Hkv=8,Skv=4096:
 // 2.70 ms (rung 03: 0.016 ms). Kept as the correctness baseline.
 #include <cuda_bf16.h>

@@ -10,7 +10,7 @@
 // Causal: key tiles past the tile's last visible key are never loaded; query tiles are launched
 // heaviest first (blockIdx.y reversed) so the long causal tiles do not end up in the last wave.
 // What limits it: fp32 FMA issue and shared-memory loads (1 LDS per 2.7 FMA in QK^T), no tensor cores.
-// Measured (H200, 2026-11-29, round-1 run .lease/round1/r/attention.jsonl -> results/h200/dev/):
+// Measured (H200, 2026-11-29, round-1 run results/h200/dev/round1/attention.jsonl -> results/h200/dev/):
 // 34.7 TFLOP/s at B=1,H=32,S=4096,D=128 (causal and not), 29-34 on every prefill shape: 5x rung
 // 00, about 56% of the measured 62.3 TFLOP/s fp32 FMA roof.
 #include <cstdint>

@@ -25,7 +25,7 @@
 // 4 warps x 16 rows at 2 blocks/SM 298 / 293 / 266, 4 x 32 rows with 32-key tiles 326 / 309 / 243).
 // What limits it: the softmax between the two products of one warp (no overlap inside a warp;
 // 2 warps per scheduler) and the MUFU exp2 (64 per thread per tile) -- see docs/attention.md.
-// Measured (H200, 2026-11-29, request attn1 r2-1, .lease/results/attn1/pre_b.jsonl): B=1, H=32,
+// Measured (H200, 2026-11-29, request attn1 r2-1, results/h200/dev/batch/attn1/pre_b.jsonl): B=1, H=32,
 // S=4096, D=128: 336 TFLOP/s non-causal, 316 causal; D=64 non-causal 286 (round 1: 310 / 298 /
 // 255; same run, round 1's tile: 280 / 270 / 263). Targets 1.2x FA2 = 410 / 307: causal met,
 // non-causal not (82%).

@@ -24,7 +24,7 @@
 // clock-up of 132 SMs, one DRAM round trip before the first tile, the combine) that the small
 // caches cannot amortize: B=1, Hkv=8, Skv=4096 is 16.8 MB, 4 us at 4.2 TB/s. Prefill is rung 02's
 // kernel.
-// Measured (H200, 2026-11-29, request attn1 r2-1, .lease/results/attn1/dec_4.jsonl, event / graph
+// Measured (H200, 2026-11-29, request attn1 r2-1, results/h200/dev/batch/attn1/dec_4.jsonl, event / graph
 // time, vs the same-run cudaMemcpy of the same bytes): decode B=1,Hkv=8,Skv=4096 15.6 / 12.1 us
 // (copy 7.6 / 5.1 us: 49% / 42% of copy); B=1,Hkv=32,Skv=4096 24.6 / 21.7 us (copy 20.1 / 17.5:
 // 82% / 81%); B=8,Hkv=8,Skv=4096 40.4 / 37.3 us (88% / 89%); B=1,Hkv=8,Skv=32768 42.5 / 39.4 us

@@ -10,7 +10,7 @@
 // GQA heads are packed into the M dimension (see hopper_fa.cuh).
 // Why: wgmma issues 64xN x16 per instruction per warpgroup and keeps operands out of registers, the
 // only way to reach Hopper tensor-core rates; TMA removes the address arithmetic of cp.async.
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 399 / 520
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 399 / 520
 // TFLOP/s causal / non-causal, S=8192 488 / 535, D=64 S=4096 non-causal 341 (round 1: 415 / 515).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"

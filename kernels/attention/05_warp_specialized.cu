@@ -7,7 +7,7 @@
 // (232) so S (BN/2 fp32), O (D/2 fp32) and P (BN/4 regs) stay resident.
 // Why: in rung 04 every refill waits for the slowest warpgroup and the issuing thread computes too.
 // Round 2: K and V slots released separately (K when S retired, V after P V; see hopper_fa.cuh).
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 455 / 589
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 455 / 589
 // TFLOP/s causal / non-causal, S=8192 555 / 580, D=64 S=4096 non-causal 395 (round 1: 468 / 565).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"

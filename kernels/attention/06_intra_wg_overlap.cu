@@ -5,7 +5,7 @@
 // tensor cores; O is rescaled after that wgmma retires. P(t) registers are kept live until then.
 // Why: in rung 05 the tensor cores idle during each softmax (exp2, max, sum: the MUFU/FMA share
 // of the loop); this hides most of it behind the P V product.
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 508 / 654
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 508 / 654
 // TFLOP/s causal / non-causal, S=8192 596 / 629, D=64 S=4096 non-causal 389. Round 1 it lost to
 // 05 (347 / 403): one shared K/V "empty" barrier per stage, released after P(t)V(t), which the
 // overlapped loop holds into iteration t+1 -> with 2 stages the producer had no tile of lookahead

@@ -7,7 +7,7 @@
 // warpgroup is hidden behind the other's two products as well.
 // Why: at D = 128 the softmax (MUFU exp2 and FMNMX/FADD) is a large share of the issue slots per
 // tile; with both warpgroups in lock-step the tensor cores idle during it.
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl): S=4096 D=128 523 / 649
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 523 / 649
 // TFLOP/s causal / non-causal, S=8192 564 / 608, D=64 S=4096 non-causal 400 (round 1: 390 / 452).
 // Pays only at S=4096 causal (+3% over 06) and D=64: with the intra-warpgroup overlap fixed, 06
 // already hides most of the softmax under its own P V; the token hand-off costs a bar.sync per

@@ -12,7 +12,7 @@
 // own pipeline fill and drain. Non-causal shapes only get the fill/drain overlap.
 // (Round 1 version: the same kernel without persistence, blockIdx.x reversed per head: 382/453
 // TFLOP/s at S=4096 causal/non-causal vs 390/452 for rung 07 — it did not pay.)
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl, with 32 MB head groups):
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl, with 32 MB head groups):
 // S=4096 D=128 556 / 588 TFLOP/s causal / non-causal (07: 523 / 649), S=8192 565 / 565, D=64
 // non-causal 365. The causal gain is the LPT order and the overlapped item boundaries; the
 // non-causal loss we attribute to L2 (16 heads' K/V streamed at once vs ~4 for the block-ordered

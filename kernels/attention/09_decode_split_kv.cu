@@ -7,7 +7,7 @@
 // read once per KV head (not once per query head) through a 4-deep TMA ring.
 // Why: a decode step is a pure stream of K and V; with one CTA per (b, kv head) there are far
 // fewer CTAs than SMs. Target: >= 90% of the copy bandwidth, K and V bytes counted once.
-// Measured (H200, round 2 request 1, .lease/results/attn2/decode.jsonl), ms (rung 03 / copy):
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/decode.jsonl), ms (rung 03 / copy):
 // B=1 Hkv=8 Skv=32768 0.0465 (0.0468 / 0.0351); Skv=131072 0.1463 (0.1380 / 0.1283) = 88% of the
 // copy. Does not beat rung 03 (one latency-bound warpgroup per SM per 64-key tile; 16 splits x 8
 // heads = 128 CTAs leave 4 SMs idle): the entry point uses rung 03 for decode.

@@ -7,7 +7,7 @@
 // rescale of 64 registers, the wgmma issue/wait round trip); 176 keys spread it over 37% more
 // work. (FA3 uses 128 x 176 for non-causal D = 128 on H100.) Causal shapes mask more per
 // diagonal tile, so the pick may keep rung 08 there.
-// Measured (H200, round 2 request 1, .lease/results/attn2/prefill.jsonl, on 08 with 32 MB groups):
+// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl, on 08 with 32 MB groups):
 // S=4096 D=128 553 / 594 TFLOP/s causal / non-causal (08: 556 / 588), S=8192 566 / 572. Does not
 // pay: 240 registers per consumer thread and a ragged last tile (4096 = 23.3 x 176) eat the
 // amortized per-tile costs. Kept as a measured step (FA3's non-causal tile).

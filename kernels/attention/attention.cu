@@ -82,7 +82,7 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 
 // The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
 // 08 everywhere while 05 was faster on every prefill shape). H200 figures, S = 4096/8192, D = 128,
-// TFLOP/s (attn2 request 1, .lease/attn2_pick.txt): non-causal 06 654/629 > 07 649/608 > 05 589/580
+// TFLOP/s (attn2 request 1, results/h200/dev/batch/attn2/): non-causal 06 654/629 > 07 649/608 > 05 589/580
 // > 08; causal 08 556/565 >= 07 523/564 > 06 508/596 > 05; D = 64 non-causal 07 400 > 05 395 > 06
 // 389. Decode: rung 03 was at least as fast as rung 09 on every decode shape (round 1 and attn1
 // request 1, graph and event timing). The first supported rung of the list wins, so a GPU without

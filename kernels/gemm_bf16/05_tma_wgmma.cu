@@ -15,7 +15,7 @@
 // Tensor maps: built on the host per launch (pure host encode, ~1 us; no caching, so a pointer
 // change can never pick a stale map) and passed as __grid_constant__ kernel parameters.
 // Ragged shapes: TMA zero-fills boxes past M, N, K; the epilogue is bounded.
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 508 TF at 4096^3 (cuBLAS 801), 401 at 2048^3,
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 508 TF at 4096^3 (cuBLAS 801), 401 at 2048^3,
 // 148 at 1024^3 (cuBLAS 123: the best rung there), 138 at 1000x1000x1024.
 #include "gemm_bf16/hopper_gemm.cuh"
 

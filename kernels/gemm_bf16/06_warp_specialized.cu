@@ -15,7 +15,7 @@
 // of each consumer warp, after its wgmma_wait proved the reads of slot s are done). Round r of
 // slot s: consumers wait full parity r&1, producer waits empty parity (r&1)^1 (passes at once on
 // round 0).
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 697 TF at 4096^3 (cuBLAS 801; 05: 508), 536 at
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 697 TF at 4096^3 (cuBLAS 801; 05: 508), 536 at
 // 2048^3, 634 at 8192^3.
 #include "gemm_bf16/hopper_gemm.cuh"
 

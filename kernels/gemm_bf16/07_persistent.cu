@@ -13,7 +13,7 @@
 // released after wgmma_wait<0>, before the epilogue, so the producer can run ahead.
 // Not done (yet): Stream-K / split tails for wave quantization (e.g. 4096^2 = 512 tiles on 132 SMs
 // = 3.88 waves).
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 720 TF at 4096^3 (06: 697), 527 at 2048^3, 664
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 720 TF at 4096^3 (06: 697), 527 at 2048^3, 664
 // at 8192^3.
 #include "gemm_bf16/hopper_gemm.cuh"
 

@@ -13,7 +13,7 @@
 // Budget: the 64 KB C staging forces 3 stages instead of 4: 3 x 48 KB + 64 KB = 208 KB smem.
 // Proxy rule relied on: st.shared/stmatrix (generic proxy) -> fence.proxy.async.shared::cta in
 // every writing thread -> bar.sync among the writers -> TMA store (async proxy) reads the tile.
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 777 TF at 4096^3 (07: 720; cuBLAS 801), 613 at
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 777 TF at 4096^3 (07: 720; cuBLAS 801), 613 at
 // 2048^3, 772 at 4096x11008x4096; gemm2 request 1: 778 / 614 / 771, 802 at 4096x4096x11008,
 // 792 at 8192^3. Limit: 3 stages with 2 held by the consumers = 1 load in flight (rung 12).
 #include "gemm_bf16/hopper_gemm.cuh"

@@ -18,7 +18,7 @@
 // Expect-tx ordering: the peer's multicast bytes may land before this CTA's producer has posted
 // expect_tx for the phase; the tx count goes transiently negative, which mbarriers allow (the
 // phase cannot complete before the local producer's arrival).
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): 450 TF at 4096^3 (08: 777), 398 at 2048^3,
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 450 TF at 4096^3 (08: 777), 398 at 2048^3,
 // 0.207 ms at M=1 4096x11008 (08: 0.109): ncu showed 45% of stalls on MEMBAR: the consumer
 // release used mbarrier.arrive.release.cluster, which ptxas precedes with MEMBAR.ALL.GPU. Fixed
 // with mbar_arrive_remote (default .release.cta, as CUTLASS); re-measured in gemm2 request 2.

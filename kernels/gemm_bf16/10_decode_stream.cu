@@ -21,7 +21,7 @@
 // Activations (M x K, <= 1.4 MB) are re-read from L2 by every CTA: M/32 bytes per W byte.
 // Ragged: rows past N, activation rows past M and 8-wide k segments past K load zeros.
 // Runs on any sm_80+ (no Hopper instruction needed).
-// Measured (H200, 2026-11-29, round 1 (.lease/round1/r/gemm_bf16.jsonl)): M=1..64 at N=K=4096: 19.6-24 us single /
+// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): M=1..64 at N=K=4096: 19.6-24 us single /
 // 16.9-21 us graph (cuBLAS 18 / 12.5); 1.6-2.0 TB/s of W. Superseded by rung 11.
 #include "common/mma.cuh"
 #include "common/vec.cuh"

@@ -4,7 +4,7 @@
 // Why it is slow: neighbouring threads of a warp read addresses `cols` elements apart, so every
 // load instruction touches 32 different cache lines (uncoalesced), and there are only rows/256
 // blocks — fewer than the SMs for anything under ~34k rows. It takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 4.437 ms (121 GB/s, 2.9%); 4096x16384 f32 7.783 ms; 65536x4096 bf16 5.124 ms.
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"

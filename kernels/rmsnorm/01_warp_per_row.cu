@@ -5,7 +5,7 @@
 //
 // Still two passes over the row (the second one mostly from L2) and scalar 2- or 4-byte accesses:
 // many load instructions per byte. Takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 0.2462 ms (2180 GB/s, 51.6%); 4096x16384 f32 0.2150 ms (59.1%); 65536x4096 bf16
 //   0.4523 ms (56.2%). 18x rung 00. Unaligned 4096x4099: f32 0.0618 ms, bf16 0.0388 ms.
 #include "common/reduce.cuh"

@@ -4,7 +4,7 @@
 //
 // Needs every row to start on a 16-byte boundary: cols % (16 / sizeof(elem)) == 0 and x, w, y
 // 16-byte aligned (supports() says so otherwise). Still two passes over the row.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 0.2052 ms (2616 GB/s, 61.9%); 4096x16384 f32 0.2130 ms (59.7%); 65536x4096 bf16
 //   0.3863 ms (65.8%).
 #include "common/reduce.cuh"

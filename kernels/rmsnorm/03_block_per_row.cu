@@ -6,7 +6,7 @@
 //
 // Still two passes over the row: the second read comes from L2 when the row is still there.
 // Same alignment requirement as rung 02.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 0.1844 ms (2911 GB/s, 68.9%); 4096x16384 f32 0.1840 ms (69.1%); 65536x4096 bf16
 //   0.3715 ms (68.4%); 64x131072 bf16 0.0208 ms.
 #include "common/reduce.cuh"

@@ -10,10 +10,10 @@
 // misaligned pointers) use the same slices with scalar accesses, warp-interleaved (each warp access
 // is 32 consecutive columns; round 2), at most 16 elements per thread (fp32 registers; 16384
 // columns). Kernel: row_regs.cu.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 0.1396 ms (3845 GB/s, 91.0%; same-run cudaMemcpy 0.1288 ms); 4096x16384 f32
 //   0.1407 ms (90.4%); 65536x4096 bf16 0.2703 ms (94.1%). 1.32x rung 03 on 16384x8192.
-//   Round-2 batch (.lease/results/rmsnorm/*.jsonl, 20 launches): 16384x8192 bf16 0.1387 ms (91.6%),
+//   Round-2 batch (results/h200/dev/batch/rmsnorm/*.jsonl, 20 launches): 16384x8192 bf16 0.1387 ms (91.6%),
 //   4096x16384 f32 0.1416; unaligned 4096x4099 with the warp-interleaved scalar layout: f32 0.0556
 //   ms (round 1, chunk layout: 0.0908; rung 01: 0.0617), bf16 0.0568 (round 1 0.0904; rung 01
 //   0.0386 is still faster: 16 two-byte values per thread at 2 blocks of 512 per SM = 32 KB/SM

@@ -10,7 +10,7 @@
 // 2 x SMs blocks or blocks have 1024 threads, as long as each block keeps >= 1024 columns; with many
 // moderate rows C = 1 and this is rung 04.
 // Needs clusters: cc >= 9.0 (sm_90 and sm_120 both have them). Kernel: row_regs.cu.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   = rung 04 where C = 1 (16384x8192 bf16 0.1397 ms); 64x131072 bf16 0.0189 ms (03: 0.0208);
 //   16x131072 f32 0.0114 ms (03: 0.0316); 1x8192 bf16 0.0059 ms; 64x8192 bf16 0.0059 ms (04: 0.0058).
 #include "rmsnorm_internal.h"

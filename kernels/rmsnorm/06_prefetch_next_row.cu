@@ -11,7 +11,7 @@
 // Limits: aligned rows only (cols % (16/es) == 0, 16-byte pointers), two row buffers in registers
 // so at most 32 bf16 (packed: 16 registers) or 16 f32 elements per thread per buffer; rows must
 // give at least 2 x SMs groups (fewer rows: rung 05 splits them over clusters).
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   16384x8192 bf16 0.1503 ms (84.6%; rung 04: 0.1396); 4096x16384 f32 0.1476 ms (04: 0.1407);
 //   65536x4096 bf16 0.2902 ms (04: 0.2703). SLOWER than 04 everywhere. Not profiled; what the
 //   SASS shows: 61 registers (bf16 V=4) = the same 4 blocks of 256 threads per SM as 04, so no

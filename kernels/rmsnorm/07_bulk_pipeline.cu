@@ -16,7 +16,7 @@
 // 16 bytes), cc >= 9.0, at least 3 stages of one row in shared memory (rows up to ~75 KB: 37K bf16
 // / 18K f32 columns), and many rows (>= 4 x SMs; fewer: rung 05 splits rows over clusters).
 // Kernel: bulk_rows.cu.
-// Measured (H200, round-2 batch 2026-11-29, .lease/results/rmsnorm/{dram_bf16,dram_f32,small,
+// Measured (H200, round-2 batch 2026-11-29, results/h200/dev/batch/rmsnorm/{dram_bf16,dram_f32,small,
 // sweep_*}.jsonl, 20 launches; WITH a per-row fence.proxy.async that compiled to MEMBAR.ALL.CTA,
 // since removed — the version without it is first measured in the final run):
 //   16384x8192 bf16 0.1458 ms (b=4, S=3; same-run rung 04 0.1387, cudaMemcpy 0.1286); sweep:

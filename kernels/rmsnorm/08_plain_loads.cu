@@ -5,8 +5,8 @@
 //
 // Why: the same-run figures of the two register-resident row kernels differ by 4% on the same
 // shape, occupancy and bytes: softmax rung 03 (plain ld.global loads, no weight vector) 0.1337 ms
-// on 16384x8192 bf16 (.lease/results/rowops/softmax.jsonl), rmsnorm rung 04 (read-only
-// non-allocating loads) 0.1387 ms (.lease/results/rmsnorm/dram_bf16.jsonl). The read-only path
+// on 16384x8192 bf16 (results/h200/dev/batch/rowops/softmax.jsonl), rmsnorm rung 04 (read-only
+// non-allocating loads) 0.1387 ms (results/h200/dev/batch/rmsnorm/dram_bf16.jsonl). The read-only path
 // is the one difference in how the bytes are requested; this rung measures it (the other one,
 // the w loads after the reduction, is unchanged). Round-2 request for the A/B (KL_RMSNORM_LDN)
 // was cut by the batch's time limit, so the final run is this rung's first measurement.

@@ -5,7 +5,7 @@
 // and 1024-thread groups (4096x16384 f32: one block per SM; C = 2 makes two 512-thread blocks per
 // SM that hide each other's reduction). Otherwise C = 1 and this is fused rung 02. Needs cc >= 9.0.
 // Kernel: row_regs.cu.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
 //   = fused 02 where C = 1; 64x131072 bf16 0.0273 ms (01: 0.1146); 16x131072 f32 0.0204 ms.
 //   4096x16384 f32 ran C = 2 in round 1: 0.2973 ms vs 0.2735 with C = 1 (fused 02) — the split of
 //   1024-thread blocks was dropped from pick_cluster (C = 1 there now).

@@ -12,7 +12,7 @@
 // Limits: aligned rows, cc >= 9.0, three stages of (r, x) in shared memory (rows up to ~37 KB each:
 // 18K bf16 / 9K f32 columns — 4096x16384 f32 does not fit and stays on fused 02/03), >= 4 x SMs
 // rows. Kernel: bulk_rows.cu.
-// Measured (H200, round-2 batch, .lease/results/rmsnorm/small.jsonl, with the per-row MEMBAR
+// Measured (H200, round-2 batch, results/h200/dev/batch/rmsnorm/small.jsonl, with the per-row MEMBAR
 // since removed): 4096x1024 bf16 0.0189 ms (fused 02: 0.0114), f32 0.0236 (02: 0.0212); the DRAM
 // rows were cut by the batch's time limit. Never picked by `auto` (fused 05 covers its domain).
 #include "rmsnorm_internal.h"

@@ -5,7 +5,7 @@
 // 32 different rows of C. B is the same address across the warp (broadcast). Every FMA costs two
 // global loads; only the L1/L2 keep it from being hopeless.
 // Any M, N, K (bounds-checked).
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 0.5 (1% of cuBLAS 51.2); 1024^3 0.5 (1% of cuBLAS 33.9).
 #include "sgemm_internal.h"
 

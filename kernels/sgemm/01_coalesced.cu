@@ -4,7 +4,7 @@
 // row of B (one 128-byte line), one broadcast float of A, and writes 32 consecutive floats of C.
 // Same arithmetic, same number of loads; only the mapping of lanes to elements moved.
 // Any M, N, K (bounds-checked).
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 5.8 (11% of cuBLAS 51.2); 1024^3 6.1 (18% of cuBLAS 33.9).
 #include "sgemm_internal.h"
 

@@ -5,7 +5,7 @@
 // instead of once per thread: global traffic drops 32x. The inner loop still does one LDS per FMA
 // for B (As[ty][k] is a warp broadcast), so shared memory now sets the pace (4 B/FMA).
 // Any M, N, K: out-of-range tile elements load as zero, stores are guarded.
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 8.5 (17% of cuBLAS 51.2); 1024^3 8.4 (25% of cuBLAS 33.9).
 #include "sgemm_internal.h"
 

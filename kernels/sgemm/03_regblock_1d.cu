@@ -5,7 +5,7 @@
 // warp broadcasts: shared-memory traffic drops from ~1 LDS per FMA to (1 + 8 broadcast)/8.
 // Tile 64x64, BK = 8, 512 threads.
 // Needs M % 64, N % 64, K % 8 == 0 (no tail handling).
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 16.7 (33% of cuBLAS 51.2); 8192^3 16.7 (33% of cuBLAS 51.1);
 // 4096x11008x4096 16.6 (33% of cuBLAS 50.0); 4096x4096x11008 16.8 (33% of cuBLAS 50.7); 1024^3
 // 16.5 (49% of cuBLAS 33.9).

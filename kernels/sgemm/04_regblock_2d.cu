@@ -6,7 +6,7 @@
 // The shared-memory reads are still scalar and the B fragment reads are 4-way bank-conflicted
 // (16 lanes at stride 8 floats); rung 05 fixes both.
 // Needs M % 128, N % 128, K % 8 == 0.
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 22.5 (44% of cuBLAS 51.2); 8192^3 23.0 (45% of cuBLAS 51.1);
 // 4096x11008x4096 23.2 (46% of cuBLAS 50.0); 4096x4096x11008 22.9 (45% of cuBLAS 50.7); 1024^3
 // 10.5 (31% of cuBLAS 33.9).

@@ -7,7 +7,7 @@
 // and writes them to 4 rows of As (scalar STS; 2-way bank-conflicted, see rung 07).
 // Tile 128x128, BK = 8, 256 threads, 8x8 per thread.
 // Needs M % 128, N % 128, K % 8 == 0 and 16-byte aligned A, B, C.
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 35.5 (69% of cuBLAS 51.2); 8192^3 35.6 (70% of cuBLAS 51.1);
 // 4096x11008x4096 34.6 (69% of cuBLAS 50.0); 4096x4096x11008 35.6 (70% of cuBLAS 50.7); 1024^3
 // 11.0 (32% of cuBLAS 33.9).

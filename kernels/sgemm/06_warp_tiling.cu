@@ -13,7 +13,7 @@
 // LDS.128) and gave a warp a 16 x 128 strip: 2x the distinct shared bytes per FMA of this 32x64.
 // C stores: 8 lanes write 128 contiguous bytes of a row per STG.128.
 // Tile 128x128, BK = 8, 256 threads. Needs M % 128, N % 128, K % 8 == 0, 16-byte aligned pointers.
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 38.4 (75% of cuBLAS 51.2); 8192^3 38.3 (75% of cuBLAS 51.1);
 // 4096x11008x4096 37.4 (75% of cuBLAS 50.0); 4096x4096x11008 38.5 (76% of cuBLAS 50.7); 1024^3
 // 12.5 (37% of cuBLAS 33.9).

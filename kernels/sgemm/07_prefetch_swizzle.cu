@@ -16,7 +16,7 @@
 //    per SM; one block's barrier bubble is covered by the other block's FMAs.
 // Tile 128x128, BK = 8, 256 threads, 32x64 warp tiles, 8x8 per thread, 2 x 8 KB shared memory.
 // Needs M % 128, N % 128, K % 8 == 0, 16-byte aligned pointers.
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 42.3 (83% of cuBLAS 51.2); 8192^3 43.0 (84% of cuBLAS 51.1);
 // 4096x11008x4096 43.5 (87% of cuBLAS 50.0); 4096x4096x11008 42.8 (84% of cuBLAS 50.7); 1024^3
 // 14.4 (42% of cuBLAS 33.9).

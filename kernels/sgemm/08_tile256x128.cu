@@ -21,7 +21,7 @@
 //  * Grouped rasterization: consecutive blocks walk 8 M-tiles down before moving along N, so the
 //    ~132 resident blocks share A and B slices in L2 (about 8 x 16 tiles instead of 1-2 x 66).
 // Shared memory: 2 stages x 8 x (256 + 128) floats = 24 KB static. Grid: 1D, ceil(M/256)*ceil(N/128).
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 44.6 (87% of cuBLAS 51.2); 8192^3 44.8 (88% of cuBLAS 51.1);
 // 4096x11008x4096 43.7 (87% of cuBLAS 50.0); 4096x4096x11008 44.6 (88% of cuBLAS 50.7); 1024^3
 // 10.8 (32% of cuBLAS 33.9).

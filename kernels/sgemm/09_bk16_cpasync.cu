@@ -11,7 +11,7 @@
 // Shared memory: 2 stages x 16 x (256 + 128) floats = 48 KB (static limit).
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B, C (any M, N, K otherwise; rung 08 takes
 // the rest).
-// Measured (H200, 2026-11-29, round-1 full run, .lease/round1/r/sgemm.jsonl; TFLOP/s, SM clock
+// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
 // 1980 MHz for every row): 4096^3 45.9 (90% of cuBLAS 51.2); 8192^3 46.2 (90% of cuBLAS 51.1);
 // 4096x11008x4096 45.1 (90% of cuBLAS 50.0); 4096x4096x11008 46.1 (91% of cuBLAS 50.7); 1024^3
 // 11.0 (32% of cuBLAS 33.9). Round-2 request run R2a (13:28 UTC): 45.9 / 46.2 / 45.1 / 46.0 on the

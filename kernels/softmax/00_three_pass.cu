@@ -5,7 +5,7 @@
 // twice per element; worse, consecutive threads read addresses a whole row apart, so a warp load
 // touches 32 different lines (no coalescing) and only L1 reuse of those lines between iterations
 // keeps it from reading 16-32x the bytes. Takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   3.3309 ms = 161 GB/s on 16384x8192 bf16 (same-run cudaMemcpy of the same bytes 0.1287 ms =
 //   4172 GB/s)
 #include "softmax_impl.cuh"

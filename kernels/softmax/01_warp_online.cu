@@ -6,7 +6,7 @@
 // (one or two full lines), so DRAM sees each line once. The online pair folds the max and the sum
 // into one pass, so the row is read twice instead of three times (the second read mostly from L2).
 // Still scalar loads, and exp is computed twice per element.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   0.2940 ms = 1826 GB/s on 16384x8192 bf16 (11x rung 00)
 #include "softmax_impl.cuh"
 

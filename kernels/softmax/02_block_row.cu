@@ -8,7 +8,7 @@
 // SMs even when rows are few. Two changes ride together here (block, vectors) because the block
 // only pays off when each thread moves 16 bytes. Still two reads of the row (the second from L2
 // when the row is small enough) and two exps per element: rung 03 removes both.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   0.1874 ms = 2865 GB/s on 16384x8192 bf16; 16x131072 bf16 0.0787 ms
 #include "softmax_impl.cuh"
 

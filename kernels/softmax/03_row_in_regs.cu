@@ -10,7 +10,7 @@
 // Rows longer than 1024 x 32 elements do not fit: rung 05 (clusters) or rung 02 takes them.
 // Layout: thread t holds chunks t, t+g, ..., t+(N-1)g of VEC elements; N is a compile-time count
 // (power of two), so the arrays stay in registers.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   0.1336 ms = 4018 GB/s on 16384x8192 bf16 (96% of the same-run cudaMemcpy, 1.40x rung 02);
 //   4096x16384 f32 0.1360 ms = 3947 GB/s; 65536x4096 bf16 0.2613 ms
 #include "softmax_impl.cuh"

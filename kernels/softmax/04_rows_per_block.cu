@@ -6,7 +6,7 @@
 // 32-blocks limit then caps residency at 1024 threads (half the SM) and every row pays a block
 // launch. Packing 2-8 rows per block restores full occupancy and amortizes the launch.
 // Only for rows whose group is <= 128 threads (<= 4096 elements): wider rows are rung 03 already.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   65536x4096 bf16 0.2613 ms = 4109 GB/s (= rung 03 there; 98.6% of cudaMemcpy); 4096x1024
 //   bf16 0.0082 vs rung 03 0.0084 ms, f32 0.0122 vs 0.0116 ms
 #include "softmax_impl.cuh"

@@ -9,7 +9,7 @@
 // Splitting each row over K CTAs gives rows x K CTAs. K is the smallest power of two whose slice
 // fits in registers, doubled while rows x K < SM count and slices stay >= 1024 elements. Offered
 // only when K >= 2 (otherwise it is rung 03/04 with a cluster launch for nothing).
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   16x131072 bf16 0.0105 ms (rung 02: 0.0787 ms, 7.5x), f32 0.0141 vs 0.1148 ms; but SLOWER
 //   than rung 03 where a row fits one block (1x8192 f32 0.0072 vs 0.0050 ms; 64x8192 f32
 //   0.0093 vs 0.0064 ms), so auto takes it only for rows too long for rung 03

@@ -12,7 +12,7 @@
 // (__launch_bounds__(512): up to 128 registers).
 // Offered for 16-byte-aligned rows whose block is 128..512 threads (4K..16K elements; wider rows
 // stay rung 03, shorter ones rung 04) and with at least 2 rows per SM.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/softmax.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
 //   SLOWER than rungs 03/04 on every DRAM shape: 16384x8192 bf16 0.1580 vs 0.1336 ms,
 //   4096x16384 f32 0.1489 vs 0.1360 ms, 65536x4096 bf16 0.2987 vs 0.2613 ms. Likely cause: two
 //   rows of registers per thread (launch bound 512, up to 128 registers) halve the resident

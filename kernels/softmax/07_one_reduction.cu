@@ -11,7 +11,7 @@
 // rate on 16384 x 8192 bf16, rung 04 at 98.6% on 4096-wide rows, whose 128-thread groups have
 // cheaper barriers). Here one butterfly of pairs and one barrier; exp stays once per element
 // (plus one per thread for the rescale).
-// Measured (H200, round-2 batch 2026-11-29, .lease/results/rowops/softmax.jsonl, 20 launches):
+// Measured (H200, round-2 batch 2026-11-29, results/h200/dev/batch/rowops/softmax.jsonl, 20 launches):
 //   65536x4096 bf16 0.2555 ms = 4203 GB/s (99.5% of bench_peak's 4224 GB/s; the same-run
 //   cudaMemcpy 0.2569 ms) vs rung 04 0.2607 (-2.0%); 4096x16384 f32 0.1342 ms = 4001 GB/s vs rung
 //   03 0.1360 (-1.3%); but 16384x8192 bf16 0.1416 ms vs rung 03 0.1337 (+6%; that 256-thread row

@@ -8,7 +8,7 @@
 // 4 blocks of 256 threads per SM, 64 KB of loads in flight per SM. At 48 registers (no spills,
 // -Xptxas -v on sm_90a) 5 fit: 80 KB; the compile-time group also makes the per-warp pair merge a
 // fixed 8-step loop.
-// Measured (H200, round-2 batch 2026-11-29, .lease/results/rowops/softmax.jsonl, 20 launches):
+// Measured (H200, round-2 batch 2026-11-29, results/h200/dev/batch/rowops/softmax.jsonl, 20 launches):
 //   16384x8192 bf16 0.1332 ms = 4031 GB/s (95.4% of bench_peak's 4224 GB/s copy, 96.4% of the
 //   same-run cudaMemcpy 0.1284 ms) vs rung 07 0.1416, rung 03 0.1337 (same run). What the 6%
 //   over 07 comes from (the fifth block or the compile-time group) is not separated.

@@ -6,7 +6,7 @@
 // makes the next launch's x cold anyway). Whether this buys anything at the DRAM roof is what the
 // rung measures (on SwiGLU the same hints were within +-0.3%). x must not be written during the
 // kernel: y may not alias x (softmax_check_args refuses in-place).
-// Measured (H200, round-2 batch 2026-11-29, .lease/results/rowops/softmax.jsonl, 20 launches):
+// Measured (H200, round-2 batch 2026-11-29, results/h200/dev/batch/rowops/softmax.jsonl, 20 launches):
 //   neutral, as on SwiGLU: 16384x8192 bf16 0.1329 ms vs rung 08 0.1332; 4096x16384 f32 0.1343 vs
 //   rung 07 0.1342. Kept as the measured answer; not picked by auto (the plain rungs come first).
 #include "fused_impl.cuh"

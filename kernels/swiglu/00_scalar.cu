@@ -4,7 +4,7 @@
 // instruction moves only 64 (bf16) or 128 (f32) bytes, so the LSU issues many instructions per
 // byte and each thread has just two small loads in flight. Takes any shape and any alignment:
 // it is the entry point's fallback.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/swiglu.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
 //   0.5260 ms = 2057 GB/s on 16384x11008 bf16 (same-run cudaMemcpy of the same bytes 0.2577 ms
 //   = 4199 GB/s)
 #include "swiglu_impl.cuh"

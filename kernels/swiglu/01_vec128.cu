@@ -6,7 +6,7 @@
 // thread has 32 bytes in flight instead of 4-8. The < kVec elements past the last whole vector
 // are a scalar tail done by block 0. Needs 16-byte-aligned g, u, y (any cols: the op is a flat
 // stream).
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/swiglu.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
 //   0.2505 ms = 4320 GB/s on 16384x11008 bf16 — 2.10x rung 00, 103% of the same-bytes
 //   cudaMemcpy, = torch.compile (0.2501 ms)
 #include "swiglu_impl.cuh"

@@ -6,7 +6,7 @@
 // the same resident threads keep 4x the bytes in flight, and there are 4x fewer blocks to schedule
 // (less launch/tail overhead per byte). The stride between a thread's vectors is one block-width so
 // every warp load still covers 512 contiguous bytes.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/swiglu.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
 //   0.2524 ms = 4287 GB/s on 16384x11008 bf16 — 0.8% SLOWER than rung 01 (the bytes in flight
 //   were already enough; kept as the measured step)
 #include "swiglu_impl.cuh"

@@ -6,7 +6,7 @@
 // in-flight lines, and normal-priority output lines in L2 compete with the inputs still to be
 // read; marking the output evict-first lets L2 drain it to DRAM first. Expected gain is small
 // (a few %) — this rung measures it.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/swiglu.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
 //   0.2530 ms = 4277 GB/s on 16384x11008 bf16 — within 0.2% of rung 02: the hints buy nothing
 //   on this layout
 #include "swiglu_impl.cuh"

@@ -6,7 +6,7 @@
 // wave; a resident grid launches once, and neighbouring blocks walk the stream in lock-step, so
 // DRAM sees a dense moving window. On small shapes (fewer chunks than slots) it degenerates to
 // rung 03. Whether this beats one-shot on H200 is what this rung measures.
-// Measured (H200, round-1 run 2026-11-29, .lease/round1/r/swiglu.jsonl):
+// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
 //   0.2758 ms = 3924 GB/s on 16384x11008 bf16 — 9% SLOWER than rung 03 (8192x14336: 0.1827 vs
 //   0.1667 ms); kept as a measured negative result, never picked by auto
 #include "swiglu_impl.cuh"

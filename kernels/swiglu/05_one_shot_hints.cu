@@ -9,7 +9,7 @@
 // ~8.5 MB on the GPU — well past the ~3.4 MB bandwidth x latency product). The hints were
 // neutral on rung 02's layout (+0.2%); this rung measures them on the fastest layout, which is
 // also what torch.compile's Triton kernel is (one 16-byte group per thread, one-shot grid).
-// Measured (H200, round-2 batch 2026-11-29, .lease/results/rowops/swiglu.jsonl and sweep_*.jsonl,
+// Measured (H200, round-2 batch 2026-11-29, results/h200/dev/batch/rowops/swiglu.jsonl and sweep_*.jsonl,
 //   20 launches): 8192x14336 bf16 0.1648 ms = 4276 GB/s vs rung 01 0.1649 (same run), the
 //   same-bytes cudaMemcpy 0.1684 ms and torch.compile (round 1) 0.1648: a tie — all three sit at
 //   the DRAM rate of this traffic mix (read-only probe 4452 GB/s, write-only 4357 GB/s; reading
