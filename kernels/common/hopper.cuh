@@ -6,7 +6,7 @@
 // `#if defined(__CUDA_ARCH_FEAT_SM90_ALL)`; on other targets (sm_120, host pass) the wrappers are
 // not declared, so kernels using them must guard their bodies the same way.
 //
-// Rules the callers rely on (see docs/gemm_bf16_hopper.md):
+// Rules the callers rely on (see docs/gemm_bf16.md, Part 2):
 //  * mbarrier phases: a barrier starts in phase 0. wait(bar, parity) returns once the phase with that
 //    parity has completed, i.e. wait(bar, 0) blocks on a fresh barrier and wait(bar, 1) returns at
 //    once ("the previous phase is done"): producers wait on empty slots with parity (round & 1) ^ 1.

@@ -378,7 +378,7 @@ Cfg11 choose(int M, int N, int K) {
     }
   }
   if (best_cost == 1e300) best.T = 8, best.S = 1;  // N too large for one wave: stream waves
-  // Experiment hook (sweeps only, documented in docs/gemm_bf16_hopper.md): KL_RUNG11_TS="T,S"
+  // Experiment hook (sweeps only, documented in docs/gemm_bf16.md, Part 2): KL_RUNG11_TS="T,S"
   // forces the split, KL_RUNG11_STAGES caps the ring depth. Invalid values are ignored.
   if (const char* e = std::getenv("KL_RUNG11_TS")) {
     int t = 0, sp = 0;

@@ -2,7 +2,7 @@
 // the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
 // number, name and one change are written here and nowhere else; the kernels live in NN_*.cu.
 //
-// Which rung for which shape (until measured; see docs/gemm_bf16_hopper.md). best_supported()
+// Which rung for which shape (until measured; see docs/gemm_bf16.md, Part 2). best_supported()
 // (highest number that supports the shape) already gives this:
 //   M <= 64                -> 10 decode_stream (memory-bound: stream W at the copy roof; any sm_80+)
 //   M > 64 on sm_90a       -> 09 cluster_multicast (persistent, warp-specialized, TMA-store
