@@ -56,33 +56,7 @@ std::vector<std::string> default_shapes(bool quick) {
   return v;
 }
 
-double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  KL_CHECK(cudaEventCreate(&a));
-  KL_CHECK(cudaEventCreate(&b));
-  KL_CHECK(cudaEventRecord(a, s));
-  f();
-  KL_CHECK(cudaEventRecord(b, s));
-  KL_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
-  KL_CHECK(cudaEventDestroy(a));
-  KL_CHECK(cudaEventDestroy(b));
-  return ms;
-}
 
-// Iterations so a row takes about `budget_s` (at least 5), unless the user named the rung.
-Options capped(const Options& o, double single_ms, double budget_s, bool named, Row* row) {
-  Options c = o;
-  if (named || single_ms <= 0) return c;
-  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
-  if (want < o.iters) {
-    c.iters = std::max(5, want);
-    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
-    row->notes["iters_capped"] = std::to_string(c.iters);
-  }
-  return c;
-}
 
 int run(int argc, char** argv) {
   Options o = parse_cli(argc, argv, "bench_attention",
@@ -220,7 +194,7 @@ int run(int argc, char** argv) {
         if (is_auto) attention(a, stream);
         else launch_checked(*use, a, stream);
       };
-      const double ms = launch_ms_once([&] { launch(0); }, stream);
+      const double ms = single_launch_ms([&] { launch(0); }, stream);
       r.err = attention_check_output(a0, check);
       r.validated = r.err.ok;
       if (!r.err.ok) {
@@ -229,7 +203,7 @@ int run(int argc, char** argv) {
       }
       // The top rungs get a fuller budget; the slow ones just enough for a stable median.
       const bool top = is_auto || use->number >= 2;
-      Options c = capped(o, ms, top ? 1.0 : 0.3, !is_auto && !all, &r);
+      Options c = iters_for_budget(o, ms, top ? 1.0 : 0.3, !is_auto && !all, &r);
       // Decode steps are a few microseconds: the per-launch event time includes host launch cost
       // whenever the host cannot run ahead, so decode rows also report the back-to-back rate of a
       // CUDA graph of launches (graph_ms).
@@ -264,8 +238,8 @@ int run(int argc, char** argv) {
         KL_CHECK(cudaMemcpyAsync(dst.ptr, dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
                                  cudaMemcpyDeviceToDevice, stream));
       };
-      const double ms = launch_ms_once([&] { copy(0); }, stream);
-      Options c = capped(o, ms, 1.0, false, &r);
+      const double ms = single_launch_ms([&] { copy(0); }, stream);
+      Options c = iters_for_budget(o, ms, 1.0, false, &r);
       r.t = time_launches(copy, c, stream, true);
       rep.emit(r);
     }

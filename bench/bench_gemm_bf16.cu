@@ -64,33 +64,7 @@ Tolerance bf16_out_tolerance(int K) {
 constexpr double kLambda = 6.0, kUnitF32 = 5.9604644775390625e-8;  // 2^-24
 double f32_dot_bound(int K, double sum_abs) { return kLambda * std::sqrt(double(K)) * kUnitF32 * sum_abs; }
 
-double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  KL_CHECK(cudaEventCreate(&a));
-  KL_CHECK(cudaEventCreate(&b));
-  KL_CHECK(cudaEventRecord(a, s));
-  f();
-  KL_CHECK(cudaEventRecord(b, s));
-  KL_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
-  KL_CHECK(cudaEventDestroy(a));
-  KL_CHECK(cudaEventDestroy(b));
-  return ms;
-}
 
-// Iterations so one row takes about `budget_s` (at least 10), unless the user named the rung.
-Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung, Row* row) {
-  Options c = o;
-  if (explicit_rung || single_ms <= 0) return c;
-  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
-  if (want < o.iters) {
-    c.iters = std::max(10, want);
-    c.warmup = std::min(o.warmup, std::max(2, c.iters / 10));
-    row->notes["iters_capped"] = std::to_string(c.iters);
-  }
-  return c;
-}
 
 // One bf16 row of a device matrix, widened (for the sampled CPU reference).
 std::vector<double> row_as_double(const bf16* dev_row, int n) {
@@ -239,7 +213,7 @@ int run(int argc, char** argv) {
         GemmBf16Args a = args_for(i, dC.as<bf16>());
         cublas_gemm_bf16(a.A, a.W, a.C, M, N, K, stream);
       };
-      const double ms = launch_ms_once([&] { one(0); }, stream);
+      const double ms = single_launch_ms([&] { one(0); }, stream);
       std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
       r.err = compare(got.data(), ref.data(), nC, tol);
       r.validated = r.err.ok;
@@ -248,7 +222,7 @@ int run(int argc, char** argv) {
       if (!r.err.ok) {
         rep.fail(r, "cuBLAS bf16-out differs from its fp32-out product");
       } else {
-        Options c = capped(o, ms, 0.8, false, &r);
+        Options c = iters_for_budget(o, ms, 0.8, false, &r);
         r.t = time_launches(one, c, stream, decode);
         rep.emit(r);
       }
@@ -293,7 +267,7 @@ int run(int argc, char** argv) {
         if (is_auto) gemm_bf16(a, stream);
         else use->launch(a, stream);
       };
-      const double ms = launch_ms_once([&] { launch(0); }, stream);
+      const double ms = single_launch_ms([&] { launch(0); }, stream);
       std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
       r.err = compare(got.data(), ref.data(), nC, tol);
       r.validated = r.err.ok;
@@ -303,7 +277,7 @@ int run(int argc, char** argv) {
         return;
       }
       const bool top = is_auto || rung->number >= 3;
-      Options c = capped(o, ms, top ? 0.8 : 0.3, !is_auto && !all, &r);
+      Options c = iters_for_budget(o, ms, top ? 0.8 : 0.3, !is_auto && !all, &r);
       r.t = time_launches(launch, c, stream, decode);
       rep.emit(r);
     };

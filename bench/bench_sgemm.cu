@@ -39,34 +39,7 @@ Tolerance gemm_tolerance(int K) {
   return t;
 }
 
-double launch_ms_once(const std::function<void()>& f, cudaStream_t s) {
-  cudaEvent_t a, b;
-  KL_CHECK(cudaEventCreate(&a));
-  KL_CHECK(cudaEventCreate(&b));
-  KL_CHECK(cudaEventRecord(a, s));
-  f();
-  KL_CHECK(cudaEventRecord(b, s));
-  KL_CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  KL_CHECK(cudaEventElapsedTime(&ms, a, b));
-  KL_CHECK(cudaEventDestroy(a));
-  KL_CHECK(cudaEventDestroy(b));
-  return ms;
-}
 
-// Iterations so one row takes about `budget_s` (at least 5), unless the user named the rung.
-Options capped(const Options& o, double single_ms, double budget_s, bool explicit_rung,
-               Row* row) {
-  Options c = o;
-  if (explicit_rung || single_ms <= 0) return c;
-  const int want = static_cast<int>(budget_s * 1e3 / single_ms);
-  if (want < o.iters) {
-    c.iters = std::max(5, want);
-    c.warmup = std::min(o.warmup, std::max(1, c.iters / 10));
-    row->notes["iters_capped"] = std::to_string(c.iters);
-  }
-  return c;
-}
 
 int run(int argc, char** argv) {
   Options o = parse_cli(argc, argv, "bench_sgemm",
@@ -174,8 +147,8 @@ int run(int argc, char** argv) {
           SgemmArgs a = args_for(i, dC.as<float>());
           cublas_sgemm(a.A, a.B, a.C, M, N, K, stream);
         };
-        double ms = launch_ms_once([&] { one(0); }, stream);
-        Options c = capped(o, ms, 1.5, false, &r);
+        double ms = single_launch_ms([&] { one(0); }, stream);
+        Options c = iters_for_budget(o, ms, 1.5, false, &r);
         r.t = time_launches(one, c, stream);
         rep.emit(r);
       }
@@ -220,7 +193,7 @@ int run(int argc, char** argv) {
         if (is_auto) sgemm(a, stream);
         else use->launch(a, stream);
       };
-      double ms = launch_ms_once([&] { launch(0); }, stream);
+      double ms = single_launch_ms([&] { launch(0); }, stream);
       std::vector<float> got = download_as_float(dC.ptr, nC, DType::f32);
       r.err = compare(got.data(), ref.data(), nC, tol);
       r.validated = r.err.ok;
@@ -230,7 +203,7 @@ int run(int argc, char** argv) {
         return;
       }
       const bool top = is_auto || rung->number >= 7;
-      Options c = capped(o, ms, top ? 1.5 : 0.4, !is_auto && !all, &r);
+      Options c = iters_for_budget(o, ms, top ? 1.5 : 0.4, !is_auto && !all, &r);
       r.t = time_launches(launch, c, stream);
       rep.emit(r);
     };
