@@ -39,8 +39,6 @@
 // Measured (H200, 2026-11-29, gemm2 request 1, v1 without PDL/wgmma): M=1 4096x4096 16.3 us
 // single / 13.5 us graph (10: 19.5 / 16.8; cuBLAS 20.5 / 12.7); M=64 22.7 / 19.8 (cuBLAS 14.5 /
 // 11.8); M=1 4096x11008: 30.5 / 27.7 (cuBLAS 29.2 / 27.0). v2 (PDL, wgmma for M > 16): request 2.
-#include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -339,9 +337,6 @@ int active_clusters(int S) {
   return n;
 }
 
-// A stage of T m16 tiles + MP activation rows leaves room for MIN_STAGES in the ring budget.
-bool T_fits(int T, int MP) { return RING_BUDGET / (T * 16 * 128 + MP * 128) >= MIN_STAGES; }
-
 struct Cfg11 {
   bool wg = false;
   int T = 4, S = 1, stages = 2;
@@ -378,20 +373,8 @@ Cfg11 choose(int M, int N, int K) {
     }
   }
   if (best_cost == 1e300) best.T = 8, best.S = 1;  // N too large for one wave: stream waves
-  // Experiment hook (sweeps only, documented in docs/gemm_bf16.md, Part 2): KL_RUNG11_TS="T,S"
-  // forces the split, KL_RUNG11_STAGES caps the ring depth. Invalid values are ignored.
-  if (const char* e = std::getenv("KL_RUNG11_TS")) {
-    int t = 0, sp = 0;
-    if (std::sscanf(e, "%d,%d", &t, &sp) == 2 && t >= MIN_T && t <= MAX_T && (!best.wg || t % 4 == 0) &&
-        (sp == 1 || sp == 2 || sp == 4 || sp == 8) && T_fits(t, MP))
-      best.T = t, best.S = sp;
-  }
   const int stage = best.T * 16 * 128 + MP * 128;
   best.stages = RING_BUDGET / stage < MAX_STAGES ? RING_BUDGET / stage : MAX_STAGES;
-  if (const char* e = std::getenv("KL_RUNG11_STAGES")) {
-    const int st = std::atoi(e);
-    if (st >= 2 && st < best.stages) best.stages = st;
-  }
   size_t ring = size_t(best.stages) * stage;
   const size_t part = size_t(best.T) * 16 * (MP + 4) * sizeof(float);
   if (part > ring) ring = part;  // (never: MIN_STAGES stages always hold the partial)
