@@ -203,7 +203,7 @@ int run(int argc, char** argv) {
       }
       // The top rungs get a fuller budget; the slow ones just enough for a stable median.
       const bool top = is_auto || use->number >= 2;
-      Options c = iters_for_budget(o, ms, top ? 1.0 : 0.3, !is_auto && !all, &r);
+      Options c = iters_for_budget(o, ms, top ? 0.5 : 0.25, !is_auto && !all, &r);
       // Decode steps are a few microseconds: the per-launch event time includes host launch cost
       // whenever the host cannot run ahead, so decode rows also report the back-to-back rate of a
       // CUDA graph of launches (graph_ms).

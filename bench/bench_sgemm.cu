@@ -148,7 +148,7 @@ int run(int argc, char** argv) {
           cublas_sgemm(a.A, a.B, a.C, M, N, K, stream);
         };
         double ms = single_launch_ms([&] { one(0); }, stream);
-        Options c = iters_for_budget(o, ms, 1.5, false, &r);
+        Options c = iters_for_budget(o, ms, 0.6, false, &r);
         r.t = time_launches(one, c, stream);
         rep.emit(r);
       }
@@ -203,7 +203,7 @@ int run(int argc, char** argv) {
         return;
       }
       const bool top = is_auto || rung->number >= 7;
-      Options c = iters_for_budget(o, ms, top ? 1.5 : 0.4, !is_auto && !all, &r);
+      Options c = iters_for_budget(o, ms, top ? 0.6 : 0.25, !is_auto && !all, &r);
       r.t = time_launches(launch, c, stream);
       rep.emit(r);
     };

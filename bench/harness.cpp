@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "bench/harness.h"
+#include "common/parallel.h"
 
 namespace kl::bench {
 
@@ -225,13 +226,19 @@ Tolerance default_tolerance(DType out) {
   return Tolerance{1e-3, 1.6e-2, 8e-3};
 }
 
-template <class R>
-static ErrStats compare_impl(const float* got, const R* ref, size_t n, const Tolerance& tol,
-                             const std::vector<size_t>* idx) {
+// One chunk's statistics: sums and the worst element, merged across chunks in chunk order (so the
+// result, including which element is "worst" on ties, is the same on every run).
+struct ChunkStats {
   ErrStats e;
-  e.n = n;
   double num = 0, den = 0, worst_excess = -1e300;
-  for (size_t i = 0; i < n; ++i) {
+};
+
+template <class R>
+static ChunkStats compare_chunk(const float* got, const R* ref, size_t b, size_t end, const Tolerance& tol,
+                                const std::vector<size_t>* idx) {
+  ChunkStats c;
+  ErrStats& e = c.e;
+  for (size_t i = b; i < end; ++i) {
     double g = got[i], r = static_cast<double>(ref[i]);
     size_t where = idx ? (*idx)[i] : i;
     if (!std::isfinite(r) || !std::isfinite(g)) {
@@ -240,8 +247,8 @@ static ErrStats compare_impl(const float* got, const R* ref, size_t n, const Tol
       if (!match) {
         ++e.nonfinite;
         ++e.bad;
-        if (worst_excess < 1e300) {
-          worst_excess = 1e300;
+        if (c.worst_excess < 1e300) {
+          c.worst_excess = 1e300;
           e.worst = where;
           e.worst_got = g;
           e.worst_ref = r;
@@ -253,16 +260,50 @@ static ErrStats compare_impl(const float* got, const R* ref, size_t n, const Tol
     double rel = d / std::max(std::fabs(r), 1e-30);
     e.max_abs = std::max(e.max_abs, d);
     if (std::fabs(r) > tol.abs) e.max_rel = std::max(e.max_rel, rel);
-    num += d * d;
-    den += r * r;
+    c.num += d * d;
+    c.den += r * r;
     double limit = tol.abs + tol.rel * std::fabs(r);
     double excess = d - limit;
     if (excess > 0) ++e.bad;
-    if (excess > worst_excess) {
-      worst_excess = excess;
+    if (excess > c.worst_excess) {
+      c.worst_excess = excess;
       e.worst = where;
       e.worst_got = g;
       e.worst_ref = r;
+    }
+  }
+  return c;
+}
+
+template <class R>
+static ErrStats compare_impl(const float* got, const R* ref, size_t n, const Tolerance& tol,
+                             const std::vector<size_t>* idx) {
+  // Split across the host's cores: a 134M-element output took ~1 s on one core, the largest
+  // share of a row-op bench's wall time.
+  const int t = parallel_chunks(static_cast<long long>(n));
+  const size_t per = (n + t - 1) / std::max(t, 1);
+  std::vector<ChunkStats> parts(static_cast<size_t>(t));
+  parallel_for(static_cast<long long>(t), [&](long long c0, long long c1) {
+    for (long long c = c0; c < c1; ++c) {
+      const size_t b = static_cast<size_t>(c) * per, e = std::min(n, b + per);
+      if (b < e) parts[static_cast<size_t>(c)] = compare_chunk(got, ref, b, e, tol, idx);
+    }
+  }, 2);
+  ErrStats e;
+  e.n = n;
+  double num = 0, den = 0, worst_excess = -1e300;
+  for (const ChunkStats& c : parts) {
+    e.max_abs = std::max(e.max_abs, c.e.max_abs);
+    e.max_rel = std::max(e.max_rel, c.e.max_rel);
+    e.nonfinite += c.e.nonfinite;
+    e.bad += c.e.bad;
+    num += c.num;
+    den += c.den;
+    if (c.worst_excess > worst_excess) {  // strict: the earliest chunk wins a tie, as serially
+      worst_excess = c.worst_excess;
+      e.worst = c.e.worst;
+      e.worst_got = c.e.worst_got;
+      e.worst_ref = c.e.worst_ref;
     }
   }
   e.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bench/harness.h"
+#include "common/parallel.h"
 #include <cuda_bf16.h>
 
 namespace kl::bench {
@@ -105,7 +106,9 @@ std::vector<float> download_as_float(const void* dev, size_t n, DType t) {
   } else {
     std::vector<uint16_t> h(n);
     KL_CHECK(cudaMemcpy(h.data(), dev, n * 2, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < n; ++i) out[i] = bf16_bits_to_float(h[i]);
+    parallel_for(static_cast<long long>(n), [&](long long b, long long e) {
+      for (long long i = b; i < e; ++i) out[i] = bf16_bits_to_float(h[i]);
+    });
   }
   return out;
 }

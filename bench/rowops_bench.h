@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench/harness.h"
+#include "common/parallel.h"
 #include "common/vec.cuh"
 
 namespace kl::bench::rowops {
@@ -42,17 +43,6 @@ static __global__ void __launch_bounds__(256) roof_write_kernel(uint4* __restric
 }
 
 
-// f(begin, end) over [0, n) split across the host's cores (CPU references of 100M+ elements).
-inline void parallel_for(long long n, const std::function<void(long long, long long)>& f) {
-  const int t = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-  const long long per = (n + t - 1) / t;
-  std::vector<std::thread> ts;
-  for (int i = 0; i < t; ++i) {
-    const long long b = i * per, e = std::min(n, b + per);
-    if (b < e) ts.emplace_back(f, b, e);
-  }
-  for (auto& th : ts) th.join();
-}
 
 struct DefaultShape {
   std::string shape;

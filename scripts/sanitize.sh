@@ -9,7 +9,8 @@
 # full logs under $BUILD/sanitizer/. Exits 1 if any tool reported an error or a bench failed.
 # Environment: KL_BUILD_DIR or KL_BUILD (build), KL_ARCH, KL_JOBS, KL_RESULTS_DIR, SANITIZE_OUT
 # (summary path; default results/<device>/sanitizer.txt), KL_TOOLS
-# ("memcheck racecheck synccheck"), KL_SANITIZER (path of compute-sanitizer).
+# ("memcheck racecheck synccheck"), KL_SANITIZER (path of compute-sanitizer), KL_SAN_TIMEOUT
+# (seconds per tool and bench, default 600).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,6 +24,7 @@ OUT="${KL_RESULTS_DIR:-results/$SLUG}"
 BUILD="${KL_BUILD_DIR:-${KL_BUILD:-build}}"
 JOBS="${KL_JOBS:-$(nproc)}"
 TOOLS="${KL_TOOLS:-memcheck racecheck synccheck}"
+SAN_TIMEOUT="${KL_SAN_TIMEOUT:-600}"  # seconds per tool and bench; a hang counts as a failure (exit 124)
 SAN="${KL_SANITIZER:-$(command -v compute-sanitizer || true)}"
 for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
   if [ -z "$SAN" ] && [ -x "$c" ]; then SAN="$c"; fi
@@ -89,7 +91,7 @@ for tool in $TOOLS; do
     : >"$rows"
     say "$tool $name ${args[*]}"
     t=$(date +%s)
-    "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
+    timeout -k 5 "$SAN_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
       "$b" "${args[@]}" --out "$rows" >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - t ))

@@ -99,6 +99,44 @@ TEST(Compare, PassesWithinToleranceFailsOutside) {
   EXPECT_NEAR(e.max_abs, 0.01, 1e-6);
 }
 
+// Outputs of 100M+ elements are compared on every core (bench/harness.cpp): the chunked statistics
+// must equal the serial definition — counts, the worst element (the earliest on a tie), the sums.
+TEST(Compare, LargeOutputsSplitAcrossThreadsMatchTheSerialDefinition) {
+  const size_t n = (size_t(1) << 21) + 12345;  // not a multiple of any chunk count
+  std::vector<double> ref(n);
+  std::vector<float> got(n);
+  for (size_t i = 0; i < n; ++i) {
+    ref[i] = std::sin(0.001 * static_cast<double>(i)) + 2.0;
+    got[i] = static_cast<float>(ref[i]);
+  }
+  Tolerance tol{1e-6, 1e-5, 1e-3};
+  ErrStats ok = compare(got.data(), ref.data(), n, tol);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_EQ(ok.n, n);
+  // Two equally bad elements far apart (different chunks) and a milder one: worst = the first.
+  ref[7] = ref[n - 3] = 2.0;  // exactly the same excess at both
+  got[7] = got[n - 3] = 2.5f;
+  got[n / 2] = static_cast<float>(ref[n / 2] + 0.25);
+  got[n / 3] = std::numeric_limits<float>::quiet_NaN();
+  ErrStats e = compare(got.data(), ref.data(), n, tol);
+  EXPECT_FALSE(e.ok);
+  EXPECT_EQ(e.bad, 4u);
+  EXPECT_EQ(e.nonfinite, 1u);
+  EXPECT_EQ(e.worst, n / 3);  // a non-finite element outranks any finite excess
+  got[n / 3] = static_cast<float>(ref[n / 3]);
+  e = compare(got.data(), ref.data(), n, tol);
+  EXPECT_EQ(e.bad, 3u);
+  EXPECT_EQ(e.worst, 7u);
+  EXPECT_NEAR(e.max_abs, 0.5, 1e-6);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  EXPECT_NEAR(e.rel_l2, std::sqrt(num / den), 1e-12);
+}
+
 TEST(Compare, NanAndInfHandling) {
   Tolerance tol{1e-3, 1e-3, 1e-3};
   const float nan = std::numeric_limits<float>::quiet_NaN();

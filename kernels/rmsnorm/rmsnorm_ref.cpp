@@ -4,25 +4,17 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <thread>
+
+#include "common/parallel.h"
 
 namespace kl {
 namespace {
 
-// Runs f(row0, row1) over [0, rows) in up to hardware_concurrency() chunks (one when small).
+// Runs f(row0, row1) over [0, rows) on the host's cores (serial when under ~1M elements).
 void parallel_rows(int rows, long long cols, const std::function<void(int, int)>& f) {
-  const long long work = static_cast<long long>(rows) * cols;
-  int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (work < (1LL << 20)) n = 1;
-  n = std::min(n, rows);
-  if (n <= 1) {
-    f(0, rows);
-    return;
-  }
-  std::vector<std::thread> ts;
-  const int per = (rows + n - 1) / n;
-  for (int r0 = 0; r0 < rows; r0 += per) ts.emplace_back(f, r0, std::min(rows, r0 + per));
-  for (auto& t : ts) t.join();
+  const bool small = static_cast<long long>(rows) * cols < (1LL << 20);
+  parallel_for(rows, [&](long long r0, long long r1) { f(static_cast<int>(r0), static_cast<int>(r1)); },
+               small ? rows + 1LL : 2LL);
 }
 
 void norm_rows(const float* x, const float* w, float* y, int r0, int r1, int cols, float eps) {

@@ -77,8 +77,13 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
     if (const auto* r = usable(11)) return r;
     if (const auto* r = usable(7)) return r;
   }
-  // Large shapes: 09 (measured fastest, results/h200/dev round 2), else the lean ring (12: A may
-  // be misaligned), else 08 (any shape and alignment).
+  // Large shapes. With two waves of 256x128 tiles or more, rung 14's
+  // 32-deep k-tiles led every shape of the final run (results/h200/sgemm.jsonl, 2026-11-29: 46.5 vs
+  // 09's 45.9 TFLOP/s at 4096^3, 47.1 vs 46.2 at 8192^3, 46.0 vs 45.1 at 4096x11008x4096, 46.7 vs
+  // 46.0 at 4096x4096x11008); at 2048^3 (one wave) 09 led (44.9 vs 44.1). Then the lean ring (12:
+  // A may be misaligned), else 08 (any shape and alignment).
+  if (tiles256 >= 2LL * d.sms)  // two waves or more of 256x128 tiles
+    if (const auto* r = usable(14)) return r;
   for (int n : {9, 12, 8})
     if (const auto* r = usable(n)) return r;
   return best_supported(t, a, d);
