@@ -308,7 +308,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
 
   if (threadIdx.x == 0) {
     mbar_init(q_full, 1);
-    mbar_init(q_empty, C::kConsumers * 4);
+    mbar_init(q_empty, C::kConsumers * 128);  // every consumer thread (each read *item_slot)
     for (int s = 0; s < C::kStages; ++s) {
       mbar_init(&k_full[s], 1);                      // producer's arrive.expect_tx
       mbar_init(&v_full[s], 1);
@@ -489,8 +489,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
           }
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
-          __syncwarp();
-          if (lane == 0) mbar_arrive(q_empty);
+          // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each
+          // thread read *item_slot, and its own arrive orders that read before the producer's
+          // next write of the slot. (The one-lane form is ordered too, through __syncwarp and
+          // cumulativity, but compute-sanitizer racecheck reported it as a hazard.)
+          mbar_arrive(q_empty);
         }
       } else {
         // Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is
@@ -542,8 +545,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
           pack_p<C::BN>(s, pf);
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
-          __syncwarp();
-          if (lane == 0) mbar_arrive(q_empty);
+          // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each
+          // thread read *item_slot, and its own arrive orders that read before the producer's
+          // next write of the slot. (The one-lane form is ordered too, through __syncwarp and
+          // cumulativity, but compute-sanitizer racecheck reported it as a hazard.)
+          mbar_arrive(q_empty);
         }
         const int lstage = (it + n - 1) % C::kStages;
         mbar_wait(&v_full[lstage], ((it + n - 1) / C::kStages) & 1);
