@@ -10,6 +10,7 @@
 #include "bench/attention_check.h"
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
+#include "tests/attention_test_util.h"
 #include "tests/gpu_test.h"
 
 namespace {
@@ -17,15 +18,7 @@ namespace {
 using namespace kl;
 using namespace kl::bench;
 
-struct Case {
-  int B, Hq, Hkv, Sq, Skv, D;
-  bool causal;
-  std::string str() const {
-    return "B=" + std::to_string(B) + ",Hq=" + std::to_string(Hq) + ",Hkv=" + std::to_string(Hkv) +
-           ",Sq=" + std::to_string(Sq) + ",Skv=" + std::to_string(Skv) + ",D=" + std::to_string(D) +
-           ",causal=" + std::to_string(causal);
-  }
-};
+using Case = kl::test::AttnCase;
 
 const std::vector<Case> kCases = {
     {1, 2, 1, 77, 77, 64, true},       // ragged single tile, GQA 2:1

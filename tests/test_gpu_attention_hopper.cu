@@ -304,10 +304,12 @@ TEST(HopperAttentionTable, RefusesBadShapes) {
     b.K = reinterpret_cast<const __nv_bfloat16*>(reinterpret_cast<const char*>(dummy) + 2);
     EXPECT_FALSE(r.supports(b, d).empty()) << n << ": misaligned K accepted";
   }
-  // The decode rung only takes <= 64 packed rows.
+  // The decode rung only takes decode shapes (Sq <= 16; any number of packed 16-row tiles).
   kl::AttentionArgs b = a;
-  b.Sq = 8, b.Skv = 100, b.Hq = 32, b.Hkv = 2;  // 16 heads x 8 = 128 rows
+  b.Sq = 17, b.Skv = 100, b.Hq = 32, b.Hkv = 2;
   EXPECT_FALSE(rung(9).supports(b, d).empty());
+  b.Sq = 8;  // 16 heads x 8 = 128 packed rows: 8 tiles of 16
+  if (kl::require_sm90a(d).empty()) EXPECT_TRUE(rung(9).supports(b, d).empty()) << rung(9).supports(b, d);
 }
 
 }  // namespace

@@ -1,38 +1,193 @@
-// kernels/attention/09_decode_split_kv.cu — rung 09 (sm_90a): decode, split-KV, GQA packed.
+// kernels/attention/09_decode_split_kv.cu — rung 09 (sm_90a): the decode step on the Hopper
+// machinery, TMA + mbarrier ring, GQA heads packed, split KV merged in the kernel.
 //
-// Change from rung 08: for short query blocks (G * Sq <= 64 packed rows: decode, Sq = 1, with the
-// G = Hq/Hkv query heads of a KV head stacked in M), one 64-row consumer warpgroup per CTA and the
-// KV sequence split across CTAs (one wave: ~one CTA per SM, >= 4 tiles each); each split writes its
-// normalized partial O and log2-sum-exp to the workspace and a combine kernel merges them. K/V are
-// read once per KV head (not once per query head) through a 4-deep TMA ring.
-// Why: a decode step is a pure stream of K and V; with one CTA per (b, kv head) there are far
-// fewer CTAs than SMs. Target: >= 90% of the copy bandwidth, K and V bytes counted once.
-// Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/decode.jsonl), ms (rung 03 / copy):
-// B=1 Hkv=8 Skv=32768 0.0465 (0.0468 / 0.0351); Skv=131072 0.1463 (0.1380 / 0.1283) = 88% of the
-// copy. Does not beat rung 03 (one latency-bound warpgroup per SM per 64-key tile; 16 splits x 8
-// heads = 128 CTAs leave 4 SMs idle): the entry point uses rung 03 for decode.
-#include "attention/hopper_fa.cuh"
+// Change from rung 08 (and from rung 03's decode path, whose math it shares through
+// decode_split.cuh): K and V of each 64-key tile arrive by TMA (two 64-column SWIZZLE_128B panels
+// per tile at D = 128) into a 6-deep ring (192 KB, one CTA per SM) fed by one producer thread;
+// consumers wait on per-stage `full` mbarriers and release slots on `empty` mbarriers (one arrival
+// per warp), so there is no block-wide barrier per tile and no thread spends issue slots on copies.
+// A piece of <= 6 key tiles (the small caches: B=1, Skv=4096 gives 4 tiles a piece) has all its
+// bytes requested by the first instructions of the CTA. The G = Hq/Hkv query heads of a KV head
+// (and their Sq <= 16 queries) are the 16 rows of one mma.sync m16 tile (4 consumer warps x 16 keys
+// of every tile): a wgmma needs 64 rows, of which a decode step has 1-8 live (round 2's rung 09 ran
+// the prefill kernel's 64-row warpgroup tile and lost to rung 03 on every decode shape). The KV
+// range is split so that one wave fills the SMs; each piece raises an epoch flag and the piece that
+// sees all of its tile's flags merges them in split order (bitwise deterministic, nothing cleared),
+// so a step is one kernel, launched as a programmatic dependent launch.
+// Why: a decode step is a pure stream of K and V plus a fixed cost (launch, first DRAM round trip,
+// merge); the target is >= 90% of the same-run copy of the same bytes.
+// Measured (H200, 2026-11-29, request adec r2, results/h200/dev/batch2/adec/dec_r2.jsonl, event /
+// graph us, % of the same-run copy; rung 03 in brackets): B=1,Hkv=8,Skv=4096 13.2 / 10.0 (58% /
+// 52%) [13.2 / 10.4]; B=1,Hkv=32,Skv=4096 25.0 / 21.7 (80% / 82%) [24.4 / 21.6];
+// B=8,Hkv=8,Skv=4096 40.9 / 37.6 (87% / 90%) [39.9 / 36.8]; B=1,Hkv=8,Skv=32768 40.7 / 38.0 (87% /
+// 89%) [39.4 / 36.9]; B=8,Hkv=32,Skv=4096 134.5 / 131.4 (96% / 97%) [126.4 / 123.4];
+// B=1,Hkv=32,Skv=32768 135.9 / 133.1 (96% / 96%) [126.4 / 125.4]. L2-resident (no rotation, l2_r2.jsonl)
+// B=1,Hkv=8,Skv=4096: 10.8 / 7.8 us [11.0 / 8.4], copy 5.7 / 3.5. Round 2 (the 64-row wgmma tile +
+// a combine kernel, final run of 3c5ea9f): 16.8 / 13.6, 27.1 / 22.8, 42.7 / 38.6, 47.3 / 42.4,
+// 138.8 / 135.7, 142.6 / 138.5 us.
+// What limits it: the same fixed cost as rung 03 on the small caches (the graph figure is 0.4 us
+// better, the event figure equal), and on the large caches a lower stream rate than rung 03's
+// cp.async ring (~4.0 vs ~4.25 TB/s of K+V; not diagnosed: each 256-byte K/V row is split over two
+// 128-byte-wide TMA boxes, and one producer thread re-arms a slot only after all 4 consumer warps
+// released it). Short of the 90% target except at B=8,Hkv=32 / Skv=32768 and above; not the
+// entry point's pick (rung 03 is as fast or faster on every measured shape).
+#include <algorithm>
+#include <climits>
+
+#include "attention/decode_split.cuh"
 #include "attention/hopper_rungs.h"
+#include "common/device.h"
+#include "common/hopper.cuh"
+#include "common/tma.h"
 
 namespace kl {
 namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-// One consumer warpgroup (64 packed rows = G query heads x Sq), 64-key tiles, 4-deep ring.
-using C64 = hattn::Cfg<64, 1, 64, 4, true, true, false, false, 9>;
-using C128 = hattn::Cfg<128, 1, 64, 4, true, true, false, false, 9>;
+
+template <int D>
+struct Cfg09 {
+  static constexpr int STAGES = D == 128 ? 6 : 10;         // 192 KB / 160 KB of K/V in flight per SM
+  static constexpr int PANELS = D / 64;                    // 64-column (128-byte) swizzle panels
+  static constexpr int KV_BYTES = dec::kBN * D * 2;        // one K (or V) tile
+  static constexpr int PANEL_BYTES = dec::kBN * 128;       // one 64-row x 64-column panel
+  static constexpr int STAGE_BYTES = 2 * KV_BYTES;         // K then V
+  static constexpr int Q_OFF = STAGES * STAGE_BYTES;       // Qs [16][D] bf16
+  static constexpr int BAR_OFF = Q_OFF + dec::kRows * D * 2;
+  static constexpr int SMEM = BAR_OFF + 2 * STAGES * 8 + 1024;  // + 1024: alignment slack
+  static constexpr int THREADS = dec::kThreads + 32;       // 4 consumer warps + 1 producer warp
+  static_assert(PANELS * 64 == D && KV_BYTES == PANELS * PANEL_BYTES, "a K/V tile is D/64 panels");
+  static_assert(KV_BYTES % 1024 == 0 && PANEL_BYTES % 1024 == 0, "TMA swizzle tiles 1024-byte aligned");
+  static_assert(dec::MergeSmem<D>::BYTES <= Q_OFF, "the merge buffers fit in the drained stages");
+  static_assert(BAR_OFF % 8 == 0, "mbarriers 8-byte aligned");
+};
+
+struct Params09 {
+  CUtensorMap tmK, tmV;  // {D, Skv, B*Hkv}, box {64, 64, 1}, SWIZZLE_128B
+  dec::Params p;
+};
+
+template <int D>
+__global__ void __launch_bounds__(Cfg09<D>::THREADS, 1) decode09_kernel(const __grid_constant__ Params09 P) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = Cfg09<D>;
+  const dec::Params& p = P.p;
+  extern __shared__ uint8_t smem_raw[];
+  // SWIZZLE_128B destinations need 1024-byte alignment (the swizzle pattern is address based).
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem + C::Q_OFF);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::BAR_OFF);  // TMA bytes of stage s landed
+  uint64_t* empty = full + C::STAGES;                               // 4 consumer warps done with s
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const dec::Work w = dec::work_of(p, blockIdx.x);
+  const int n_tiles = (p.Skv + dec::kBN - 1) / dec::kBN;
+  const int n_begin = static_cast<int>(static_cast<long long>(n_tiles) * w.split / p.splits);
+  const int n = static_cast<int>(static_cast<long long>(n_tiles) * (w.split + 1) / p.splits) - n_begin;
+
+  if (tid == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      mbar_init(&full[s], 1);             // the producer's arrive.expect_tx
+      mbar_init(&empty[s], dec::kWarps);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  // Programmatic dependent launch: Q, K, V may be written by the previous kernel in the stream.
+  griddep_wait();
+  griddep_launch_dependents();
+
+  if (warp == dec::kWarps) {
+    // ---- producer: one thread streams the piece's K/V tiles through the ring
+    if (lane == 0) {
+      tma_prefetch_desc(&P.tmK);
+      tma_prefetch_desc(&P.tmV);
+      for (int i = 0; i < n; ++i) {
+        const int s = i % C::STAGES;
+        mbar_wait(&empty[s], ((i / C::STAGES) & 1) ^ 1);  // round 0: returns at once (fresh barrier)
+        uint8_t* dst = smem + s * C::STAGE_BYTES;
+        const int key0 = (n_begin + i) * dec::kBN;  // rows past Skv are zero-filled (and masked)
+        mbar_arrive_expect_tx(&full[s], C::STAGE_BYTES);
+#pragma unroll
+        for (int pn = 0; pn < C::PANELS; ++pn)
+          tma_load_3d(dst + pn * C::PANEL_BYTES, &P.tmK, &full[s], pn * 64, key0, w.bk);
+#pragma unroll
+        for (int pn = 0; pn < C::PANELS; ++pn)
+          tma_load_3d(dst + C::KV_BYTES + pn * C::PANEL_BYTES, &P.tmV, &full[s], pn * 64, key0, w.bk);
+      }
+    }
+    return;  // the consumers synchronize among themselves (named barrier 1) from here on
+  }
+
+  // ---- consumers: 4 warps x 16 keys of every tile
+  dec::load_q_async<D>(p, w, Qs, tid);
+  cp_async_wait<0>();
+  dec::consumer_sync();
+  uint32_t qf[D / 16][4];
+  dec::q_frags<D>(Qs, qf, lane);
+  const int g = lane >> 2;
+  const int pr0 = w.mt * dec::kRows + g, pr1 = pr0 + 8;
+  const int i0 = pr0 % p.Sq, i1 = pr1 % p.Sq;
+
+  dec::WarpState<D> st;
+  st.init();
+  for (int i = 0; i < n; ++i) {
+    const int s = i % C::STAGES;
+    mbar_wait(&full[s], (i / C::STAGES) & 1);
+    const __nv_bfloat16* Ks = reinterpret_cast<const __nv_bfloat16*>(smem + s * C::STAGE_BYTES);
+    dec::tile_step<D, true>(p, st, qf, Ks, Ks + C::KV_BYTES / 2, n_begin + i, i0, i1, warp, lane);
+    __syncwarp();  // every lane's ldmatrix of this stage has completed
+    if (lane == 0) mbar_arrive(&empty[s]);
+  }
+  dec::consumer_sync();  // all tiles consumed (so all TMA writes landed): the stages are free
+  dec::finish<D>(p, w, st, smem, tid);
+#endif
+}
+
+dec::Plan plan09(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
+  return dec::make_plan(a, std::max(1, d.sms), ws_avail);  // one CTA per SM (shared memory)
+}
+
+template <int D>
+void run09(const AttentionArgs& a, cudaStream_t s) {
+  using C = Cfg09<D>;
+  const DeviceInfo& d = device_info();
+  // A missing, short or misaligned workspace means: run unsplit.
+  const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;
+  const dec::Plan pl = plan09(a, d, ws);
+  Params09 P{};
+  P.p = dec::make_params(a, pl);
+  const uint64_t dims[3] = {uint64_t(D), uint64_t(a.Skv), uint64_t(a.B) * a.Hkv};
+  const uint64_t strides[2] = {uint64_t(D) * 2, uint64_t(a.Skv) * D * 2};
+  const uint32_t box[3] = {64, uint32_t(dec::kBN), 1};
+  P.tmK = make_tensor_map(a.K, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+  P.tmV = make_tensor_map(a.V, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+  attention_smem_optin(reinterpret_cast<const void*>(decode09_kernel<D>), C::SMEM);
+  dec::launch(decode09_kernel<D>, static_cast<unsigned>(pl.tiles * pl.splits), C::THREADS, C::SMEM, s, P);
+}
+
 }  // namespace
 
 std::string attn_decode_split_kv_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why =
-      hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+  std::string why = attention_common_supports(a, d);
   if (!why.empty()) return why;
-  // One 64-row warpgroup per CTA: the packed rows of a KV head must fit one tile.
-  if ((long long)(a.Hq / a.Hkv) * a.Sq > 64) return "decode rung: needs (Hq/Hkv)*Sq <= 64 packed rows";
+  why = require_sm90a(d);
+  if (!why.empty()) return why;
+  const char* no_tma = nullptr;
+  if (!tma_available(&no_tma)) return std::string("needs TMA: ") + (no_tma ? no_tma : "unavailable");
+  if (!attention_is_decode(a)) return "decode rung: needs Sq <= 16 (prefill goes to rungs 04-08)";
+  const int smem = a.D == 64 ? Cfg09<64>::SMEM : Cfg09<128>::SMEM;
+  if (smem > d.smem_optin) return "needs " + std::to_string(smem) + " B of shared memory per block";
+  const dec::Plan pl = plan09(a, d, 0);
+  if (pl.tiles > INT_MAX / dec::kMaxSplits) return "too many tiles for a 1-D grid";
   return "";
 }
 
-void attn_decode_split_kv_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, true);
-  else hattn::launch<C128>(a, s, true);
+size_t attn_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
+  if (!attention_is_decode(a)) return 0;
+  return plan09(a, d, SIZE_MAX).ws_bytes;
 }
+
+void attn_decode_split_kv_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) run09<64>(a, s);
+  else run09<128>(a, s);
+}
+
 }  // namespace kl

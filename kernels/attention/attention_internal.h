@@ -30,6 +30,9 @@ std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d);
 void attn02_launch(const AttentionArgs& a, cudaStream_t s);
 std::string attn03_supports(const AttentionArgs& a, const DeviceInfo& d);
 void attn03_launch(const AttentionArgs& a, cudaStream_t s);
+// Flag value (epoch) of one split decode launch (rungs 03 and 09, decode_split.cuh): a process-wide
+// counter, never 0 or 0xffffffff (the values a cleared or 0xff-poisoned workspace holds).
+unsigned attention_decode_epoch();
 // Workspace rung 03 would use on this shape with an unlimited workspace (0 if it would not split).
 size_t attn03_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
 

@@ -3,7 +3,6 @@
 // kernels are one template (hopper_fa.cuh) with one more feature switched on per rung.
 #include <algorithm>
 
-#include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
@@ -26,17 +25,16 @@ void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
                "persistent CTAs take items from a tile counter, causal row tiles longest first",
                attn_heaviest_first_supports, attn_heaviest_first_launch});
   t.push_back({9, "decode_split_kv",
-               "decode: GQA heads packed in M, KV split across CTAs + log-sum-exp combine",
+               "decode: K/V by TMA into a 6-deep mbarrier ring (producer warp), GQA heads packed "
+               "in an m16 tile, split KV merged in-kernel by the piece that sees all flags raised",
                attn_decode_split_kv_supports, attn_decode_split_kv_launch});
   t.push_back({10, "wide_kv_tile", "D = 128: 128 x 176 tiles (wgmma n176), setmaxnreg 24/240",
                attn_wide_kv_tile_supports, attn_wide_kv_tile_launch});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
-  if (a.Hkv <= 0 || a.Hq % a.Hkv != 0 || (long long)(a.Hq / a.Hkv) * a.Sq > 64) return 0;
-  // Rung 09 never uses more than 128 splits (hattn::launch caps it there).
-  (void)d;
-  return hattn::split_bytes(a, 128);
+  // Only the decode rung (09) uses a workspace: flags + partials of its split plan.
+  return attn_decode_split_kv_workspace_bytes(a, d);
 }
 
 }  // namespace kl

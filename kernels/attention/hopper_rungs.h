@@ -17,6 +17,8 @@ KL_ATTN_HOPPER_RUNG(attn_heaviest_first)
 KL_ATTN_HOPPER_RUNG(attn_decode_split_kv)
 KL_ATTN_HOPPER_RUNG(attn_wide_kv_tile)
 #undef KL_ATTN_HOPPER_RUNG
+// Workspace rung 09's split plan needs for `a` (0 when it would not split or is not decode).
+size_t attn_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
 
 // Workspace the decode rung (09) can use for `a` (its partial O and log-sum-exp, fp32): the lead's
 // attention_workspace_bytes() should return at least this. Less workspace = fewer splits.
