@@ -24,118 +24,16 @@
 #include "kernels/common/tma.h"
 #include "kernels/gemm_bf16/gemm_bf16.h"
 #include "kernels/gemm_bf16/hopper_gemm.cuh"
+#include "tests/gemm_bf16_test_util.h"
 #include "tests/gpu_test.h"
 
 namespace {
 
 using kl::GemmBf16Args;
 
-struct Problem {
-  int M, N, K;
-  uint64_t seed;
-  std::vector<uint16_t> A, W;  // bf16 bits
-  uint16_t *dA = nullptr, *dW = nullptr, *dC = nullptr;
-  Problem(int m, int n, int k, uint64_t sd) : M(m), N(n), K(k), seed(sd) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    A.resize(size_t(M) * K);
-    W.resize(size_t(N) * K);
-    for (auto& x : A) x = kl::float_to_bf16_bits(u(rng));
-    for (auto& x : W) x = kl::float_to_bf16_bits(u(rng));
-    KL_CHECK(cudaMalloc(&dA, A.size() * 2));
-    KL_CHECK(cudaMalloc(&dW, W.size() * 2));
-    KL_CHECK(cudaMalloc(&dC, size_t(M) * N * 2));
-    KL_CHECK(cudaMemcpy(dA, A.data(), A.size() * 2, cudaMemcpyHostToDevice));
-    KL_CHECK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
-  }
-  ~Problem() {
-    cudaFree(dA);
-    cudaFree(dW);
-    cudaFree(dC);
-  }
-  GemmBf16Args args() const {
-    GemmBf16Args a;
-    a.A = reinterpret_cast<const __nv_bfloat16*>(dA);
-    a.W = reinterpret_cast<const __nv_bfloat16*>(dW);
-    a.C = reinterpret_cast<__nv_bfloat16*>(dC);
-    a.M = M, a.N = N, a.K = K;
-    return a;
-  }
-  void poison() { KL_CHECK(cudaMemset(dC, 0xFF, size_t(M) * N * 2)); }  // bf16 0xFFFF = NaN
-  std::vector<uint16_t> result() const {
-    std::vector<uint16_t> c(size_t(M) * N);
-    KL_CHECK(cudaMemcpy(c.data(), dC, c.size() * 2, cudaMemcpyDeviceToHost));
-    return c;
-  }
-  // Compares every entry with the double product. On failure the message names the first bad
-  // entries, how many there are, and which tile rows / columns / 8-wide column groups they hit.
-  // The double product, cached per (shape, seed): several rungs check the same problem.
-  const std::vector<double>& reference() const {
-    static std::map<std::tuple<int, int, int, uint64_t>, std::vector<double>> cache;
-    auto key = std::make_tuple(M, N, K, seed);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-    std::vector<float> af(A.size()), wf(W.size());
-    for (size_t i = 0; i < A.size(); ++i) af[i] = kl::bf16_bits_to_float(A[i]);
-    for (size_t i = 0; i < W.size(); ++i) wf[i] = kl::bf16_bits_to_float(W[i]);
-    std::vector<double> ref(size_t(M) * N);
-    for (int r = 0; r < M; ++r)
-      for (int n = 0; n < N; ++n) {
-        double acc = 0;
-        const float* a = &af[size_t(r) * K];
-        const float* w = &wf[size_t(n) * K];
-        for (int k = 0; k < K; ++k) acc += double(a[k]) * double(w[k]);
-        ref[size_t(r) * N + n] = acc;
-      }
-    return cache.emplace(key, std::move(ref)).first->second;
-  }
-  std::string check(const std::vector<uint16_t>& c) const {
-    const std::vector<double>& refs = reference();
-    long long bad = 0;
-    std::ostringstream s;
-    int min_r = M, max_r = -1, min_c = N, max_c = -1;
-    for (int r = 0; r < M; ++r)
-      for (int n = 0; n < N; ++n) {
-        const double ref = refs[size_t(r) * N + n];
-        const float got = kl::bf16_bits_to_float(c[size_t(r) * N + n]);
-        const double tol = 1e-2 * std::fabs(ref) + 2e-3 * std::sqrt(double(K)) + 1e-3;
-        if (!(std::fabs(got - ref) <= tol)) {
-          if (bad < 6) s << "  C[" << r << "][" << n << "] = " << got << ", expected " << ref << "\n";
-          ++bad;
-          min_r = std::min(min_r, r), max_r = std::max(max_r, r);
-          min_c = std::min(min_c, n), max_c = std::max(max_c, n);
-        }
-      }
-    if (!bad) return "";
-    std::ostringstream h;
-    h << M << "x" << N << "x" << K << ": " << bad << " of " << (long long)M * N
-      << " entries wrong; bad rows " << min_r << ".." << max_r << ", bad cols " << min_c << ".."
-      << max_c << "\n"
-      << s.str();
-    return h.str();
-  }
-};
+using Problem = kl::test::GemmProblem;
+using kl::test::sync_or_die;
 
-// cudaDeviceSynchronize with a watchdog: a barrier-phase bug deadlocks a kernel forever; rather
-// than hang the whole ctest run, name the rung and shape, and exit.
-void sync_or_die(const std::string& what) {
-  const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
-    cudaError_t e = cudaStreamQuery(0);
-    if (e != cudaErrorNotReady) {
-      KL_CHECK(e);
-      KL_CHECK(cudaDeviceSynchronize());
-      return;
-    }
-    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(20)) {
-      std::fprintf(stderr, "\nHANG: %s did not finish in 20 s (mbarrier phase / arrival count?)\n",
-                   what.c_str());
-      std::fflush(stderr);
-      std::_Exit(3);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
 
 const kl::Rung<GemmBf16Args>* rung(int number) {
   for (const auto& r : kl::gemm_bf16_rungs())
@@ -302,6 +200,62 @@ TEST(GemmBf16Hopper, DecodeSplitKRungShapes) {
                   kl::hopper_gemm::describe_11(M, nk.first, nk.second).c_str());
 }
 
+// Rung 11 with (T, S, ring mode) forced: every path (mma.sync M <= 16, wgmma n32 M <= 32, wgmma
+// n64 M <= 64), T not a multiple of 4 (the last wgmma slab runs past the W box: junk rows that must
+// never reach C, including MP = 32 with T % 4 == 1, which reads past the stage), K splits 1..8
+// including 3 and 6 (uneven k ranges, empty ones when K < 64 S), 1- and 2-CTA/SM rings (2 stages
+// at T = 16, M = 64), L2 prefetch past the ring (pfx) on and off. Ragged M in 1..64, N and K multiples of 8 but not of any tile.
+TEST(GemmBf16Hopper, DecodeSplitKForcedConfigs) {
+  KL_REQUIRE_GPU();
+  struct Cfg { int T, S, mode, pfx; };
+  const Cfg cfgs[] = {{4, 1, 2, 0},  {5, 3, 1, 0},  {8, 4, 2, 0},  {9, 2, 1, 2},
+                      {11, 2, 1, 0}, {12, 6, 1, 0}, {13, 8, 2, 0}, {16, 8, 1, 0},
+                      {16, 3, 2, 1}, {6, 2, 1, 0},  {16, 8, 2, 0}, {7, 1, 1, 5}};
+  const Dims shapes[] = {{1, 1032, 520, "M = 1"},          {13, 264, 1000, "M = 13, mma.sync"},
+                         {16, 1448, 72, "M = 16, K < 64 S"}, {17, 1032, 1000, "M = 17, wgmma n32"},
+                         {32, 264, 2056, "M = 32"},         {33, 1448, 520, "M = 33, wgmma n64"},
+                         {47, 264, 1000, "M = 47"},         {64, 1032, 2056, "M = 64"}};
+  const auto& d = kl::device_info();
+  for (const Dims& sh : shapes) {
+    Problem p(sh.M, sh.N, sh.K, 5);
+    const auto* r = rung(11);
+    ASSERT_NE(r, nullptr);
+    if (!r->supports(p.args(), d).empty()) GTEST_SKIP() << r->supports(p.args(), d);
+    for (const Cfg& c : cfgs) {
+      p.poison();
+      kl::hopper_gemm::launch_11_forced(p.args(), c.T, c.S, c.mode, c.pfx, 0);
+      const std::string what = "rung 11 forced T=" + std::to_string(c.T) + " S=" +
+                               std::to_string(c.S) + " ring=" + std::to_string(c.mode) + " pfx=" +
+                               std::to_string(c.pfx) + " at " +
+                               std::to_string(sh.M) + "x" + std::to_string(sh.N) + "x" +
+                               std::to_string(sh.K);
+      sync_or_die(what);
+      const std::string e = p.check(p.result());
+      EXPECT_TRUE(e.empty()) << "[" << sh.what << "] " << what << ": " << e;
+    }
+  }
+}
+
+// Bitwise repeatability of the cluster reduction at the deepest splits (fixed rank order).
+TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
+  KL_REQUIRE_GPU();
+  for (int M : {5, 20, 64}) {
+    Problem p(M, 1032, 4104, 9);
+    if (!rung(11)->supports(p.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 11 unsupported";
+    for (int S : {3, 6, 8}) {
+      p.poison();
+      kl::hopper_gemm::launch_11_forced(p.args(), 13, S, 1, 2, 0);
+      sync_or_die("determinism 1, S=" + std::to_string(S));
+      const auto c1 = p.result();
+      p.poison();
+      kl::hopper_gemm::launch_11_forced(p.args(), 13, S, 1, 2, 0);
+      sync_or_die("determinism 2, S=" + std::to_string(S));
+      EXPECT_EQ(c1, p.result()) << "rung 11 M=" << M << " S=" << S << " not bitwise reproducible";
+      EXPECT_TRUE(p.check(c1).empty()) << "M=" << M << " S=" << S << ": " << p.check(c1);
+    }
+  }
+}
+
 // Rung 11 launches with programmatic dependent launch on a created stream: the second GEMM may
 // start while the first runs and must not read its activations (= the first GEMM's output) early.
 TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
@@ -440,7 +394,12 @@ TEST(GemmBf16Hopper, Refusals) {
 // The entry point on shapes each path owns (decode, Hopper ragged): it must compute them.
 TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
   KL_REQUIRE_GPU();
-  for (auto s : {Dims{5, 264, 72, "decode"}, Dims{200, 264, 72, "hopper"}}) {
+  // One shape per decode class of the pick (M <= 8, 8 < M <= 16, 16 < M <= 32, M > 32; N >= 8192
+  // with M <= 32 and M > 32), ragged, plus a Hopper prefill shape.
+  for (auto s : {Dims{5, 264, 72, "decode"}, Dims{12, 264, 520, "decode, 8 < M <= 16"},
+                 Dims{20, 1032, 520, "decode, 16 < M <= 32"}, Dims{40, 264, 1000, "decode, M > 32"},
+                 Dims{9, 8200, 136, "decode, wide N"}, Dims{33, 8200, 136, "decode, wide N, M > 32"},
+                 Dims{200, 264, 72, "hopper"}}) {
     Problem p(s.M, s.N, s.K, 11);
     GemmBf16Args a = p.args();
     size_t wsb = kl::gemm_bf16_workspace_bytes(a.M, a.N, a.K, kl::device_info());
@@ -453,7 +412,7 @@ TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
     kl::gemm_bf16(a, 0);
     sync_or_die("gemm_bf16 entry point (picked rung " + std::to_string(picked->number) + ")");
     std::string e = p.check(p.result());
-    EXPECT_TRUE(e.empty()) << "auto picked rung " << picked->number << ": " << e;
+    EXPECT_TRUE(e.empty()) << "[" << s.what << "] auto picked rung " << picked->number << ": " << e;
     if (dws) cudaFree(dws);
   }
 }

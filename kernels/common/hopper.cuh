@@ -123,6 +123,13 @@ __device__ __forceinline__ void tma_load_2d(void* smem_dst, const void* tmap, ui
       "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
+// Prefetches a box of the map into L2 only (no shared memory, no barrier): lets a producer keep
+// more bytes in flight from DRAM than its shared-memory ring holds.
+__device__ __forceinline__ void tma_prefetch_l2_2d(const void* tmap, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(tmap),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
 __device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* tmap, uint64_t* bar, int c0,
                                             int c1, int c2) {
   asm volatile(
@@ -216,6 +223,20 @@ __device__ __forceinline__ uint64_t make_smem_desc_sw128(const void* smem) {
 // scale_d = 0 overwrites D (first k step), 1 accumulates. Accumulator layout (thread t of warp w of
 // the warpgroup): d[4j + 0/1] at row 16w + t/4, cols 8j + 2(t%4) + 0/1; d[4j + 2/3] at row +8.
 // _ss: A from a shared descriptor; _rs: A from registers (mma.m16n8k16 A-fragment layout).
+// m64n32k16 (decode rung 11: the activation box of M <= 32 rows as B): same layouts, 16 accumulators.
+__device__ __forceinline__ void wgmma_ss_m64n32k16(float (&d)[16], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
+      : "memory");
+}
+
 __device__ __forceinline__ void wgmma_ss_m64n64k16(float (&d)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"

@@ -47,6 +47,7 @@
 #include <atomic>
 #include <string>
 
+#include "common/streamk.cuh"
 #include "gemm_bf16/gemm_bf16_rungs.h"
 #include "gemm_bf16/mma_sync_tile.cuh"
 
@@ -77,19 +78,9 @@ struct SkParams {
   unsigned epoch;               // this launch's epoch (!= 0)
 };
 
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
-// First unit of CTA c's Stream-K range: floor(c * units / G) (ranges differ by at most one unit).
-__device__ __forceinline__ int range_begin(int c, int units, int G) {
-  return static_cast<int>(static_cast<long long>(c) * units / G);
-}
+// Flag acquire/release, range bounds, the flag region and the launch epoch are shared with rung 14:
+// kernels/common/streamk.cuh.
+static_assert(kMaxPerSm == kStreamkMaxCtasPerSm, "the flag region holds one flag per CTA slot");
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
@@ -120,10 +111,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
   // Peers' partials loaded together in the fixup: ~8 extra float4 registers (decode tiles).
   constexpr int kBatch = kVec >= 8 ? 1 : 8 / kVec;
 
-  int u = range_begin(c, p.sk_units, G);
+  int u = streamk_range_begin(c, p.sk_units, G);
   while (true) {
     // (u_end recomputed per segment rather than held across the k-loop: one register fewer there.)
-    const int u_end = range_begin(c + 1, p.sk_units, G);
+    const int u_end = streamk_range_begin(c + 1, p.sk_units, G);
     if (u >= u_end) break;
     const int tile = u / p.kt;
     const int kb = u - tile * p.kt;
@@ -143,7 +134,7 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
       for (int j = 0; j < kVec; ++j) __stcg(dst + j * Cfg::THREADS + tid, acc4[j]);
       __threadfence();  // this thread's partial is visible at gpu scope ...
       __syncthreads();  // ... for every thread, before thread 0 raises the flag
-      if (tid == 0) st_release(p.flags + c, p.epoch);
+      if (tid == 0) streamk_st_release(p.flags + c, p.epoch);
       continue;
     }
     if (ke < p.kt) {
@@ -152,14 +143,14 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
       // floor guess of the CTA holding last_unit, then step to the exact one
       int cl = static_cast<int>(static_cast<long long>(last_unit) * G / p.sk_units);
       if (cl < c + 1) cl = c + 1;
-      while (cl + 1 < G && range_begin(cl + 1, p.sk_units, G) <= last_unit) ++cl;
+      while (cl + 1 < G && streamk_range_begin(cl + 1, p.sk_units, G) <= last_unit) ++cl;
       // Warp 0 polls all the peers' flags at once (lane i: flag c+1+i, ...), so the wait costs one
       // L2 round trip, not one per peer; each consumed flag is reset to 0 so the next launch must
       // wait afresh even if it carries the same epoch (a replayed CUDA graph).
       if (tid < 32) {
         for (int q = c + 1 + tid; q <= cl; q += 32) {
-          while (ld_acquire(p.flags + q) != p.epoch) __nanosleep(32);
-          st_release(p.flags + q, 0u);
+          while (streamk_ld_acquire(p.flags + q) != p.epoch) __nanosleep(32);
+          streamk_st_release(p.flags + q, 0u);
         }
       }
       __syncthreads();  // the lanes' acquires order every thread's partial reads after the writes
@@ -205,7 +196,7 @@ struct Plan {
 size_t flag_region(const DeviceInfo& d) {
   // Fixed size and offset whatever the shape, so a workspace reused across shapes always has its
   // flags in the same words (and they only ever hold 0 or a consumed epoch between launches).
-  return (static_cast<size_t>(d.sms) * kMaxPerSm * sizeof(unsigned) + 255) / 256 * 256;
+  return streamk_flag_bytes(d.sms);
 }
 
 // Plans tile Cfg: data-parallel only, or Stream-K for the last partial wave plus one full wave
@@ -303,16 +294,12 @@ Plan make_plan_tile(Tile t, int sk, int M, int N, int K, const DeviceInfo& d) {
   return pl;
 }
 
-std::atomic<unsigned> g_epoch{0};
-
 template <class Cfg>
 void launch_cfg(const GemmBf16Args& a, Plan pl, cudaStream_t s) {
   char* ws = static_cast<char*>(a.workspace);
   pl.p.flags = reinterpret_cast<unsigned*>(ws);
   pl.p.partials = reinterpret_cast<float*>(ws + pl.flag_bytes);
-  unsigned e = ++g_epoch;
-  if (e == 0) e = ++g_epoch;  // 0 means "consumed / never written"
-  pl.p.epoch = e;
+  pl.p.epoch = streamk_next_epoch();  // never 0 (0 means "consumed / never written")
   k04<Cfg><<<pl.grid, Cfg::THREADS, Cfg::SMEM, s>>>(a.A, a.W, a.C, a.M, a.N, a.K, pl.p);
   KL_CHECK_LAUNCH();
 }

@@ -8,39 +8,78 @@
 // single / 16.9-21 us graph for N = K = 4096 (32 MiB of W: 1.6-2.0 TB/s, < half the copy roof).
 // Here:
 //  * a producer warp issues one 2D TMA per stage (W box: R = 16T rows x 64 k, 128B swizzle; plus
-//    the activation box MP x 64 k) into a ring of 4-16 stages (<= 104 KB: 64-96 KB of W in
-//    flight per SM), refilled as soon as the consumers release a slot (full/empty mbarriers);
+//    the activation box MP x 64 k) into a ring of stages (104 KB or, v3, 208 KB), refilled as
+//    soon as the consumers release a slot (full/empty mbarriers);
 //  * M <= 16: each of 8 consumer warps owns up to two m16 row tiles of the strip over the CTA's
 //    whole K range (no cross-warp reduction), reading W and activations from the swizzled ring with
 //    conflict-free 16-byte ld.shared and feeding mma.sync m16n8k16 with W as the 16-row operand
 //    (C^T = W A^T: M pads to 8, not 64). The k order inside a 64-wide block is permuted the same
 //    way for both operands: thread c of a quad takes 16-byte chunk q = 2c + step, so the 8 lanes
 //    of a 128-bit phase (rows g, g+1; chunks q ^ g) hit 8 distinct 16-byte bank groups;
-//    M > 16: each consumer warpgroup owns 64-row slabs and runs wgmma m64n64k16 with the W slab as
-//    A and the 64-row activation box (zero-filled past M) as B, straight from the TMA layout (v1 ran
-//    mma.sync at every M and was issue-bound at M = 64: 22.7 us vs cuBLAS 14.5);
+//    M > 16: each consumer warpgroup owns 64-row slabs and runs wgmma m64nMPk16 (MP = 32 or 64)
+//    with the W slab as A and the activation box (zero-filled past M) as B, straight from the TMA
+//    layout (v1 ran mma.sync at every M and was issue-bound at M = 64: 22.7 us vs cuBLAS 14.5);
 //  * programmatic dependent launch (v2): every CTA signals griddepcontrol.launch_dependents at
 //    entry; the producer requests the first ring-full of W (weights) before griddepcontrol.wait
-//    and the activations after it; C is written after it. With <= 106 KB of smem and <= 90
+//    and the activations after it; C is written after it. With <= 108 KB of smem and <= 90
 //    registers two CTAs fit per SM, so back-to-back the next GEMM streams W under this one's tail;
-//  * the host picks (T = m16 tiles per CTA, S = K split = cluster size in {1,2,4,8}) so that
-//    ceil(N/16T) * S CTAs fill the SMs in ONE wave with equal bytes each (a cost model: DRAM bytes
-//    over all SMs vs the busiest SM's W + activation bytes + DSMEM reduction);
+//  * the host picks T (m16 tiles per CTA), S (K split = cluster size) and the ring size per shape
+//    so that ceil(N/16T) * S CTAs run in ONE wave, at most one per SM (see choose(): v3 measured
+//    rules, then a cost model);
 //  * the S partial sums of a strip are reduced inside the cluster, deterministically and in one
 //    launch: every CTA parks its fp32 partial [R x MP] in its own (now idle) ring, cluster barrier,
 //    then rank r sums rows [r R/S, (r+1) R/S) over ranks 0..S-1 in that fixed order with 16-byte
 //    DSMEM loads and writes bf16 C; a second cluster barrier keeps every CTA's smem alive until its
 //    peers have read it. No workspace, no atomics, no memset: graph-capturable, bitwise stable.
+// v3 (issue 6, decode part): why v2's M > 16 path lost (final run, results/h200/gemm_bf16.jsonl:
+// M = 32/64 at 4096^2 17.4-17.8 us graph vs 12.1 at M = 1; M = 64 x 11008 38 us) and the fixes:
+//  * ptxas serialized v2's wgmmas (warning C7520: a compiler-inserted warpgroup.arrive on a
+//    divergent path: `if (i == 1 && !two) break;` between wgmmas on one accumulator). Now every
+//    warpgroup issues NSL (compile-time) slabs unconditionally; a slab past the last one re-reads
+//    slab 0 into an accumulator that is dropped. SASS: 8 HGMMA.64x64x16 per stage, one DEPBAR.
+//  * v2's wgmma path took T in multiples of 4 only, so N = 11008 (688 m16 tiles) got T = 8, S = 1:
+//    86 CTAs on 132 SMs. T is free now (the last slab's rows past the W box read the activation
+//    box after it — junk accumulator rows, never stored; smem slack covers the MP = 32 case), and
+//    S in {1, 2, 3, 4, 6, 8} (clusters of 3 and 6: N = 11008 T = 16 -> 43 x 3 = 129 CTAs).
+//  * in-flight bytes: M > 16 had 4 stages x 16 KB of W (plus 8 KB of activations each) — the
+//    least of any path, and v2's graph times fell with exactly that (M = 1: 96 KB, 12.1 us; M = 16:
+//    80 KB, 14.3; M = 32/64: 64 KB, 17.4-17.8). The ring now has two sizes: 104 KB (2 CTAs/SM, PDL
+//    overlap as in v2) or 208 KB (1 CTA/SM, twice the W in flight); the plan picks per shape.
+//  * M in 17..32 runs wgmma m64n32k16 on a 32-row activation box (half the activation bytes/math).
+//  * the DSMEM reduction issues its S remote loads back to back, then sums them in rank order.
+//  * the plan (T, S, ring) per (M, N, K) is cached: no search per launch.
+// What the sweep (experiment rows 80+: each (T, S, ring) on the 12 decode shapes, two runs) showed,
+// and the plan now follows: the 208 KB ring pays only where the grid still fits one wave — clusters
+// of 4 or 8 at 1 CTA/SM do NOT cover 128 SMs on the H200, so T = 8, S = 4 there ran in two waves
+// (M = 1 4096^2: 25.9 us vs 16.6 on the 104 KB ring); with S = 2 it helps (1x11008x4096: 23.5 vs
+// 25.1 us graph; M = 64: 28.1 vs 32.5). Fewer, fatter CTAs beat a full card (4096^2, M = 32 / 64:
+// T = 8, S = 2 = 64 CTAs, 13.1 / 16.1 us graph, vs 128-CTA plans 14.3-15.6 / 17.8-18.8; M = 1:
+// T = 12, S = 4 = 88 CTAs, 16.2 us single vs 17.2 for 128 CTAs). The L2 prefetch past the ring
+// (pfx) made every shape slower (e.g. 12.5 -> 14.6 us): kept only as a forced knob.
 // Ragged: TMA zero-fills W rows past N, activation rows past M and k past K; stores are bounded.
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier; consumers' ld.shared
 // after mbar_wait see them. Slot reuse: consumers' arrive on empty[s] (release) orders their reads
-// before the producer's next TMA into s. The partial buffer reuses the ring only after every full
-// barrier has been waited on (all TMA writes landed) and a __syncthreads.
-// Measured (H200, 2026-11-29, gemm2 request 1, v1 without PDL/wgmma): M=1 4096x4096 16.3 us
-// single / 13.5 us graph (10: 19.5 / 16.8; cuBLAS 20.5 / 12.7); M=64 22.7 / 19.8 (cuBLAS 14.5 /
-// 11.8); M=1 4096x11008: 30.5 / 27.7 (cuBLAS 29.2 / 27.0). v2 (PDL, wgmma for M > 16): request 2.
+// (wgmma path: reads completed by wgmma.wait_group) before the producer's next TMA into s. The
+// partial buffer reuses the ring only after every full barrier has been waited on (all TMA writes
+// landed) and a named barrier of the 8 consumer warps (the producer never touches the ring again).
+// Measured (H200, 2026-11-29; us single launch / graph back-to-back; cuBLAS same run):
+//  v1 (gemm2 request 1): M=1 4096x4096 16.3 / 13.5; M=64 22.7 / 19.8; M=1 4096x11008 30.5 / 27.7.
+//  v2 (final run, results/h200/gemm_bf16.jsonl): M=1 4096^2 17.0 / 12.1 (cuBLAS 20.2 / 12.4);
+//    M=64 4096^2 21.6 / 17.8 (14.6 / 11.7); M=64 11008x4096 37.8 / 38.6 (27.9 / 25.4).
+//  v3 (request gdec run 2, results/h200/dev/batch2/gdec/dec2.jsonl; the plan's forced rows):
+//    M=1 4096^2 16.2 / 12.9 (cuBLAS 20.4 / 12.7); M=32 4096^2 18.5 / 13.1 (14.9 / 13.1);
+//    M=64 4096^2 21.6 / 16.1 (14.0 / 11.7); M=64 11008x4096 34.8 / 28.0 (28.9 / 26.1);
+//    M=1 11008x4096 30.1 / 23.5 (26.8 / 24.3; 91% of the copy roof back to back);
+//    M=1 4096x11008 28.9 / 31.4 (28.8 / 26.8). Still short: M = 64 (0.6-0.8x cuBLAS single),
+//    M = 16-32 (0.8x in run 2, where cuBLAS measured 14.5-14.9 us vs 18.0-20.2 in run 1) and the
+//    long-K narrow shapes (graph slower than single; likely PDL co-residency); docs/gemm_bf16.md.
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/mma.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
@@ -52,17 +91,22 @@ namespace {
 constexpr int CWARPS = 8;                  // consumer warps
 constexpr int THREADS = (CWARPS + 1) * 32; // + 1 producer warp = 288
 constexpr int MIN_T = 4, MAX_T = 2 * CWARPS;  // m16 tiles per CTA: 64..256 W rows (TMA box <= 256)
-constexpr int MAX_STAGES = 16;
-// Ring bytes per CTA: small enough that TWO CTAs fit on an SM (2 x ~106 KB + 2 x 1 KB reserved
-// <= 228 KB), so with programmatic dependent launch the next GEMM's CTA can start streaming its W
-// on an SM whose current CTA is still in its tail. The cost model still plans ONE CTA per SM
-// (active_clusters() is queried at SMEM_OPTIN, which allows one).
-constexpr int RING_BUDGET = 104 * 1024;
-constexpr int MIN_STAGES = 4;             // keep >= 3 stages of W loading behind the one consumed
-constexpr int SMEM_OPTIN = 200 * 1024 + 2048;  // occupancy query size (1 CTA/SM) and attribute
+constexpr int MAX_STAGES = 24;
+constexpr int MAX_S = 8;                   // cluster size (portable limit)
+// Ring bytes per CTA, two modes (v3): RING_2 lets TWO CTAs share an SM (2 x (~113 KB + 1 KB
+// reserved) <= 228 KB), so with programmatic dependent launch the next GEMM's CTAs stream their
+// first W boxes while this one runs; RING_1 gives one CTA the whole SM: twice the W bytes in flight.
+constexpr int RING_2 = 104 * 1024;
+constexpr int RING_1 = 208 * 1024;
+constexpr int HEAD = 1024;                 // mbarriers (<= 2 x 16 x 8 B) ahead of the ring
+constexpr int SLACK_MAX = 6 * 1024;        // wgmma junk-row overshoot past the last stage (see k11)
+constexpr int SMEM_OPTIN = 224 * 1024;     // attribute + occupancy-query size (1 CTA/SM)
 constexpr int MAX_MP = 64;
 static_assert(MAX_T * 16 <= 256, "W box rows must fit one TMA box");
 static_assert(MIN_T * 16 * 128 % 1024 == 0, "W box stays 1024-aligned (swizzle atoms)");
+static_assert(1024 + HEAD + RING_1 + SLACK_MAX <= SMEM_OPTIN, "1-CTA ring fits the opt-in");
+static_assert(2 * (1024 + HEAD + RING_2 + SLACK_MAX + 1024) <= 228 * 1024, "2 CTAs/SM fit");
+static_assert(2 * MAX_STAGES * 8 <= HEAD, "barriers fit the head");
 
 // %cluster_nctarank: CTAs in this cluster (1 when launched without clusters).
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -90,27 +134,39 @@ __device__ __forceinline__ float4 dsmem_ld_f32x4(const float* p, uint32_t rank) 
                : "memory");
   return v;
 }
+// One k16 step of a 64-row W slab (A) against the MP-row activation box (B): m64nMPk16.
+template <int WN>
+__device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_t da) {
+  if constexpr (WN == 32) wgmma_ss_m64n32k16(d, dw, da, 1);
+  else wgmma_ss_m64n64k16(d, dw, da, 1);
+}
 #endif
 
-// MT = ceil(M / 8) activation n8 tiles; T (m16 W tiles per CTA) and the ring depth are runtime.
-// WG = false: mma.sync path (M <= 16: MT = 1, 2); WG = true: wgmma m64n64k16 path (M > 16, MT = 8:
-// the activation box is always 64 rows, TMA zero-fills rows >= M), W as the 64-row A operand.
-template <int MT, bool WG>
+// MT = activation n8 tiles (MP = 8 MT rows in the activation box; TMA zero-fills rows >= M).
+// WN = 0: mma.sync path (M <= 16: MT = 1, 2). WN = 32 / 64: wgmma path (M in 17..32 / 33..64,
+// MT = WN / 8): W slabs of 64 rows as A, the activation box as B (m64nWNk16), NSL slabs per
+// consumer warpgroup (both warpgroups always issue NSL slabs: uniform, no divergent wgmma).
+// T (m16 W tiles per CTA) and the ring depth are runtime.
+template <int MT, int WN, int NSL>
 __global__ void __launch_bounds__(THREADS, 2)
     k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages) {
+        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool WG = WN > 0;
   constexpr int MP = MT * 8;              // activation rows in the box (TMA zero-fills past M)
   constexpr int LDR = MP + 4;             // partial row pitch (floats): 16-byte rows, skewed banks
   static_assert(MP <= MAX_MP, "M <= 64");
+  static_assert(!WG || WN == MP, "wgmma N = activation box rows");
+  static_assert(WG || NSL == 1, "NSL only matters on the wgmma path");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
-  const int R = T * 16;                   // W rows (= output columns) of this CTA
-  const int W_BYTES = R * 128;            // R rows x 64 k x 2 B
-  const int STAGE = W_BYTES + MP * 128;   // + MP rows x 64 k x 2 B
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + stages * STAGE);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);  // [stages] in the 1 KB head
   uint64_t* empty = full + stages;
-  float* part = reinterpret_cast<float*>(smem);  // [R][LDR], reuses the ring after the mainloop
+  uint8_t* ring = smem + HEAD;            // 1024-aligned stages: [W box R x 128 B][act box MP x 128 B]
+  const int R = T * 16;                   // W rows (= output columns) of this CTA
+  const int W_BYTES = R * 128;            // R rows x 64 k x 2 B (a multiple of 2 KB)
+  const int STAGE = W_BYTES + MP * 128;   // + MP rows x 64 k x 2 B
+  float* part = reinterpret_cast<float*>(ring);  // [R][LDR], reuses the ring after the mainloop
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int S = (int)cluster_size_11(), rank = (int)cluster_ctarank();
@@ -118,8 +174,8 @@ __global__ void __launch_bounds__(THREADS, 2)
   const int n0 = rb * R;
   const int KB = ceil_div(K, kBK);
   const int kb0 = (int)((long long)rank * KB / S), kb1 = (int)((long long)(rank + 1) * KB / S);
-  // consumer warps that own work: mma path one per m16 tile (<= 8); wgmma path 4 per 64-row slab
-  const int active = WG ? (T / 4 >= 2 ? CWARPS : 4) : (T < CWARPS ? T : CWARPS);
+  // consumer warps that release slots: mma path one per m16 tile (<= 8); wgmma path all 8
+  const int active = WG ? CWARPS : (T < CWARPS ? T : CWARPS);
 
   // Let the next kernel in the stream (if launched with programmatic serialization) place its
   // CTAs as soon as SM room frees up; it waits for our completion before touching its A and C.
@@ -135,153 +191,166 @@ __global__ void __launch_bounds__(THREADS, 2)
   }
   __syncthreads();
 
-  float acc[2][MT][4];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < MT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
   const int g = lane / 4, c = lane % 4;
-  float wacc[2][32];  // wgmma path: two m64n64 accumulators per thread (dead code when !WG)
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int e = 0; e < 32; ++e) wacc[i][e] = 0.f;
-  auto sA_of = [](uint8_t* st, int wbytes) { return st + wbytes; };
-
   if (warp == CWARPS) {
     // ---- producer: one thread walks this CTA's k range through the ring. W (weights: never
     // written by a kernel) is requested before griddepcontrol.wait, so with programmatic dependent
     // launch the first `pre` W boxes stream while the previous kernel is still finishing; the
-    // activation boxes (possibly produced by that kernel) only after the wait.
+    // activation boxes (possibly produced by that kernel) only after the wait. With pfx > 0 the
+    // W boxes of the next pfx k-blocks past the ring are also requested into L2 (no smem), so
+    // (stages + pfx) W boxes are in flight from DRAM while the ring holds `stages`.
     if (lane == 0) {
       const int nk = kb1 - kb0;
       const int pre = nk < stages ? nk : stages;
+      for (int j = stages; j < nk && j < stages + pfx; ++j) tma_prefetch_l2_2d(&tmW, (kb0 + j) * kBK, n0);
       if (nk == 0) griddep_wait();
       for (int it = 0; it < nk; ++it) {
         const int s = it % stages, r = it / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // fresh barrier: parity 1 passes at once
         mbar_arrive_expect_tx(&full[s], STAGE);  // OOB-filled bytes count too
-        uint8_t* st = smem + s * STAGE;
+        uint8_t* st = ring + s * STAGE;
         tma_load_2d(st, &tmW, &full[s], (kb0 + it) * kBK, n0);
+        if (pfx > 0 && it >= pre && it + pfx < nk) tma_prefetch_l2_2d(&tmW, (kb0 + it + pfx) * kBK, n0);
         if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
         if (it == pre - 1) {
           griddep_wait();
           for (int j = 0; j < pre; ++j)
-            tma_load_2d(smem + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
+            tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
         }
       }
     }
     __syncwarp();
-  } else if (WG && warp < active) {
-    // ---- wgmma consumers: warpgroup q owns 64-row slabs q and q + 2 of the strip (when < T/4);
-    // per stage and slab: 4 x wgmma m64n64k16 (W slab = A operand, activation box = B operand,
-    // both K-major 128B-swizzled boxes exactly as TMA wrote them).
-    const int q = warp / 4, slabs = T / 4;
-    const bool two = q + 2 < slabs;
+  } else if constexpr (WG) {
+    // ---- wgmma consumers: warpgroup q (0, 1) owns 64-row slabs q, q + 2, ... (NSL of them).
+    // slabs = ceil(T / 4); a slab index past the last one re-reads slab 0 into an accumulator that
+    // is dropped (keeps every wgmma unconditional). The last real slab may extend past the R rows
+    // of the W box: those rows read the activation box after it (or, for MP = 32 and T % 4 == 1,
+    // up to 2 KB of the next stage / the slack past the ring): junk rows of the accumulator, never
+    // stored. Per stage and slab: 4 x m64nMPk16, both operands K-major 128B-swizzled boxes exactly
+    // as TMA wrote them.
+    const int q = warp / 4, wq = warp % 4;
+    const int slabs = (T + 3) / 4;
+    float wacc[NSL][WN / 2];
+#pragma unroll
+    for (int i = 0; i < NSL; ++i)
+#pragma unroll
+      for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f;
+    uint32_t slab_off[NSL];
+#pragma unroll
+    for (int i = 0; i < NSL; ++i) slab_off[i] = (q + 2 * i < slabs ? q + 2 * i : 0) * 64 * 128;
     int s = 0;
     uint32_t ph = 0;
     for (int kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&full[s], ph);
-      uint8_t* sW = smem + s * STAGE;
-      const uint64_t da = make_smem_desc_sw128(sA_of(sW, W_BYTES));
+      uint8_t* sW = ring + s * STAGE;
+      const uint64_t da = make_smem_desc_sw128(sW + W_BYTES);
       wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        if (i == 1 && !two) break;
-        const uint64_t dw = make_smem_desc_sw128(sW + (q + 2 * i) * 64 * 128);
+      for (int i = 0; i < NSL; ++i) {
+        const uint64_t dw = make_smem_desc_sw128(sW + slab_off[i]);
 #pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n64k16(wacc[i], dw + 2 * kk, da + 2 * kk, 1);
+        for (int kk = 0; kk < kBK / 16; ++kk) wg_step<WN>(wacc[i], dw + 2 * kk, da + 2 * kk);
       }
       wgmma_commit();
       wgmma_wait<0>();  // the slot's operands are read: release it
       if (lane == 0) mbar_arrive(&empty[s]);
       if (++s == stages) s = 0, ph ^= 1;
     }
-  } else if (!WG && warp < active) {
-    // ---- consumers: warp w owns m16 tiles w and w + 8 (when < T).
-    const bool two = warp + CWARPS < T;  // warp-uniform
-    int s = 0;
-    uint32_t ph = 0;
-    for (int kb = kb0; kb < kb1; ++kb) {
-      mbar_wait(&full[s], ph);
-      const uint8_t* sW = smem + s * STAGE;
-      const uint8_t* sA = sW + W_BYTES;
+    // Named barrier of the 8 consumer warps: every full barrier has been waited (all TMA writes
+    // landed) and every wgmma read of the ring is complete before any warp parks into it.
+    named_barrier_sync(1, CWARPS * 32);
+    // park: thread (wq, lane) holds d[4j + 0/1] at slab row 16 wq + g, activation rows
+    // 8j + 2c + 0/1; d[4j + 2/3] at slab row + 8.
 #pragma unroll
-      for (int step = 0; step < 2; ++step) {
-        // Logical 16-byte chunk q of the 64-k row; 128B swizzle puts it at q ^ (row & 7), and
-        // every row read here has row & 7 == g.
-        const int off = ((2 * c + step) ^ g) << 4;
-        uint4 xv[MT];
+    for (int i = 0; i < NSL; ++i) {
+      const int slab = q + 2 * i;
+      if (slab >= slabs) continue;
+      const int row = slab * 64 + wq * 16 + g;
 #pragma unroll
-        for (int nt = 0; nt < MT; ++nt) xv[nt] = lds128(sA + (nt * 8 + g) * 128 + off);
-        uint4 wv[2][2];
+      for (int j = 0; j < WN / 8; ++j)
 #pragma unroll
-        for (int tt = 0; tt < 2; ++tt) {
-          if (tt == 1 && !two) break;
-          const int row = (warp + tt * CWARPS) * 16 + g;
-          wv[tt][0] = lds128(sW + row * 128 + off);
-          wv[tt][1] = lds128(sW + (row + 8) * 128 + off);
+        for (int e = 0; e < 4; ++e) {
+          const int rr = row + (e >= 2 ? 8 : 0);
+          if (rr < R) part[rr * LDR + 8 * j + 2 * c + (e & 1)] = wacc[i][4 * j + e];
         }
+    }
+  } else {
+    // ---- mma.sync consumers: warp w owns m16 tiles w and w + 8 (when < T).
+    float acc[2][MT][4];
 #pragma unroll
-        for (int tt = 0; tt < 2; ++tt) {
-          if (tt == 1 && !two) break;
-          // k values v0..v7 of the chunk: v0,v1 -> slots 2c,2c+1 and v2,v3 -> 2c+8,2c+9 of mma
-          // #0 (.x, .y); v4..v7 the same slots of mma #1 (.z, .w). Same map for both operands.
-          const uint32_t a0[4] = {wv[tt][0].x, wv[tt][1].x, wv[tt][0].y, wv[tt][1].y};
-          const uint32_t a1[4] = {wv[tt][0].z, wv[tt][1].z, wv[tt][0].w, wv[tt][1].w};
+    for (int i = 0; i < 2; ++i)
 #pragma unroll
-          for (int nt = 0; nt < MT; ++nt) {
-            const uint32_t b0[2] = {xv[nt].x, xv[nt].y};
-            const uint32_t b1[2] = {xv[nt].z, xv[nt].w};
-            mma_bf16_16816(acc[tt][nt], a0, b0);
-            mma_bf16_16816(acc[tt][nt], a1, b1);
+      for (int j = 0; j < MT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    const bool two = warp + CWARPS < T;  // warp-uniform
+    if (warp < active) {
+      int s = 0;
+      uint32_t ph = 0;
+      for (int kb = kb0; kb < kb1; ++kb) {
+        mbar_wait(&full[s], ph);
+        const uint8_t* sW = ring + s * STAGE;
+        const uint8_t* sA = sW + W_BYTES;
+#pragma unroll
+        for (int step = 0; step < 2; ++step) {
+          // Logical 16-byte chunk q of the 64-k row; 128B swizzle puts it at q ^ (row & 7), and
+          // every row read here has row & 7 == g.
+          const int off = ((2 * c + step) ^ g) << 4;
+          uint4 xv[MT];
+#pragma unroll
+          for (int nt = 0; nt < MT; ++nt) xv[nt] = lds128(sA + (nt * 8 + g) * 128 + off);
+          uint4 wv[2][2];
+#pragma unroll
+          for (int tt = 0; tt < 2; ++tt) {
+            if (tt == 1 && !two) break;
+            const int row = (warp + tt * CWARPS) * 16 + g;
+            wv[tt][0] = lds128(sW + row * 128 + off);
+            wv[tt][1] = lds128(sW + (row + 8) * 128 + off);
+          }
+#pragma unroll
+          for (int tt = 0; tt < 2; ++tt) {
+            if (tt == 1 && !two) break;
+            // k values v0..v7 of the chunk: v0,v1 -> slots 2c,2c+1 and v2,v3 -> 2c+8,2c+9 of mma
+            // #0 (.x, .y); v4..v7 the same slots of mma #1 (.z, .w). Same map for both operands.
+            const uint32_t a0[4] = {wv[tt][0].x, wv[tt][1].x, wv[tt][0].y, wv[tt][1].y};
+            const uint32_t a1[4] = {wv[tt][0].z, wv[tt][1].z, wv[tt][0].w, wv[tt][1].w};
+#pragma unroll
+            for (int nt = 0; nt < MT; ++nt) {
+              const uint32_t b0[2] = {xv[nt].x, xv[nt].y};
+              const uint32_t b1[2] = {xv[nt].z, xv[nt].w};
+              mma_bf16_16816(acc[tt][nt], a0, b0);
+              mma_bf16_16816(acc[tt][nt], a1, b1);
+            }
           }
         }
+        __syncwarp();  // all lanes' reads of slot s done before lane 0 releases it
+        if (lane == 0) mbar_arrive(&empty[s]);
+        if (++s == stages) s = 0, ph ^= 1;
       }
-      __syncwarp();  // all lanes' reads of slot s done before lane 0 releases it
-      if (lane == 0) mbar_arrive(&empty[s]);
-      if (++s == stages) s = 0, ph ^= 1;
     }
-  }
-  __syncthreads();  // every TMA write has landed (all full barriers waited) and been read
-
-  // ---- park the fp32 partial: acc[tt][nt][e] = W row (tile*16 + g (+8 for e >= 2)), activation
-  // row nt*8 + 2c + (e & 1).
-  if (WG && warp < active) {
-    // m64n64 accumulator: thread (warp wq of the warpgroup, lane) holds d[4j + 0/1] at row
-    // 16 wq + lane/4 (W row of the slab), cols 8j + 2(lane%4) + 0/1 (activation rows), d[4j+2/3]
-    // at row + 8.
-    const int q = warp / 4, wq = warp % 4, slabs = T / 4;
+    // Consumer warps only (the producer never touches the ring again): all TMA writes landed
+    // (active warps waited every full barrier) and all ld.shared of the ring done.
+    named_barrier_sync(1, CWARPS * 32);
+    // park: acc[tt][nt][e] = W row (tile*16 + g (+8 for e >= 2)), activation row nt*8 + 2c + (e & 1).
+    if (warp < active) {
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int slab = q + 2 * i;
-      if (slab >= slabs) break;
-      const int row = slab * 64 + wq * 16 + lane / 4;
+      for (int tt = 0; tt < 2; ++tt) {
+        const int tile = warp + tt * CWARPS;
+        if (tile >= T) break;
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+        for (int nt = 0; nt < MT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          part[(row + (e >= 2 ? 8 : 0)) * LDR + 8 * j + 2 * (lane % 4) + (e & 1)] = wacc[i][4 * j + e];
-    }
-  } else if (!WG && warp < active) {
-#pragma unroll
-    for (int tt = 0; tt < 2; ++tt) {
-      const int tile = warp + tt * CWARPS;
-      if (tile >= T) break;
-#pragma unroll
-      for (int nt = 0; nt < MT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          part[(tile * 16 + g + (e >= 2 ? 8 : 0)) * LDR + nt * 8 + 2 * c + (e & 1)] =
-              acc[tt][nt][e];
+          for (int e = 0; e < 4; ++e)
+            part[(tile * 16 + g + (e >= 2 ? 8 : 0)) * LDR + nt * 8 + 2 * c + (e & 1)] =
+                acc[tt][nt][e];
+      }
     }
   }
   griddep_wait();  // C may be read/written by the previous kernel: touch it only after it is done
   cluster_sync();  // all S partials written and visible cluster-wide
 
-  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order.
+  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
+  // remote loads of an element are issued back to back (independent), then summed in rank order.
   const int per = ceil_div(R, S);
   const int r0 = rank * per, r1 = min(R, r0 + per);
   const int rows = r1 - r0;
@@ -290,11 +359,14 @@ __global__ void __launch_bounds__(THREADS, 2)
       const int r = r0 + idx % rows, m4 = idx / rows;  // consecutive threads: consecutive n
       const int n = n0 + r;
       if (n >= N) continue;
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int q = 0; q < S; ++q) {
-        const float4 v = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
-        sum.x += v.x, sum.y += v.y, sum.z += v.z, sum.w += v.w;
-      }
+      float4 v[MAX_S];
+#pragma unroll
+      for (int q = 0; q < MAX_S; ++q)
+        if (q < S) v[q] = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
+      float4 sum = v[0];
+#pragma unroll
+      for (int q = 1; q < MAX_S; ++q)
+        if (q < S) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
       const float o[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -307,89 +379,175 @@ __global__ void __launch_bounds__(THREADS, 2)
 #endif
 }
 
-// Clusters of S CTAs (at SMEM_OPTIN bytes each: 1 CTA per SM) the device runs at once, cached per
-// (device, S): GPCs with SM counts not divisible by S leave SMs idle, so this can be < #SMs / S.
-int active_clusters(int S) {
+// Clusters of S CTAs the device runs at once with `smem` bytes of dynamic shared memory per CTA,
+// cached per (device, S, smem): GPCs with SM counts not divisible by S leave SMs idle, so at
+// SMEM_OPTIN (1 CTA/SM) this can be < #SMs / S (H200: clusters of 4 and 8 do not cover 128 SMs).
+int active_clusters(int S, int smem = SMEM_OPTIN) {
   static std::mutex mu;
-  static std::map<std::pair<int, int>, int> cache;
+  static std::map<std::tuple<int, int, int>, int> cache;
   int dev = 0;
   KL_CHECK(cudaGetDevice(&dev));
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find({dev, S});
+  auto it = cache.find({dev, S, smem});
   if (it != cache.end()) return it->second;
-  const void* fn = reinterpret_cast<const void*>(&k11<8, true>);
+  const void* fn = reinterpret_cast<const void*>(&k11<8, 64, 2>);
   opt_in_smem(fn, SMEM_OPTIN);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(S * (device_info().sms / S), 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = SMEM_OPTIN;
+  cfg.dynamicSmemBytes = smem;
   cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = S, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, k11<8, true>, &cfg) != cudaSuccess || n < 1) {
+  if (cudaOccupancyMaxActiveClusters(&n, k11<8, 64, 2>, &cfg) != cudaSuccess || n < 1) {
     cudaGetLastError();  // clear; assume every SM can host one CTA
     n = device_info().sms / S;
   }
-  cache.emplace(std::make_pair(dev, S), n);
+  cache.emplace(std::make_tuple(dev, S, smem), n);
   return n;
 }
 
 struct Cfg11 {
-  bool wg = false;
+  int wn = 0;      // 0: mma.sync; 32 / 64: wgmma m64nWN
+  int mt = 1;      // activation n8 tiles in the box (MP = 8 mt)
+  int nsl = 1;     // wgmma slabs per consumer warpgroup
   int T = 4, S = 1, stages = 2;
+  int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
+  int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
   size_t smem = 0;
   int grid = 1;
 };
 
-// Cost model (units: one 2 KB m16 x 64-k W block): a wave is done when both (a) all W bytes have
-// streamed at the full-chip rate (total / #SMs per SM-slot) and (b) the busiest SM has pulled its
-// own W + activation boxes (assumed able to pull ~1.1x its fair DRAM share: round 1 showed 115 of
-// 132 SMs lose to 126) and done its part of the DSMEM reduction. Only single-wave configurations
-// with >= MIN_STAGES ring stages are considered when one exists.
-Cfg11 choose(int M, int N, int K) {
-  Cfg11 best;
-  best.wg = M > 16;
-  const int MP = best.wg ? 64 : 8 * ceil_div(M, 8);
-  const int NT = ceil_div(N, 16), KB = ceil_div(K, kBK);
+// Everything but (T, S, ring mode) follows from the shape; stages fill the ring budget.
+Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0) {
+  (void)K;
+  Cfg11 c;
+  c.pfx = std::max(0, pfx);
+  c.wn = M <= 16 ? 0 : M <= 32 ? 32 : 64;
+  c.mt = c.wn ? c.wn / 8 : (M <= 8 ? 1 : 2);
+  c.T = std::min(std::max(T, MIN_T), MAX_T);
+  c.S = std::min(std::max(S, 1), MAX_S);
+  c.ring_mode = ring_mode == 1 ? 1 : 2;
+  const int slabs = (c.T + 3) / 4;
+  c.nsl = c.wn ? (slabs + 1) / 2 : 1;
+  const int MP = c.mt * 8;
+  const int stage = c.T * 16 * 128 + MP * 128;
+  const int budget = c.ring_mode == 1 ? RING_1 : RING_2;
+  c.stages = std::max(2, std::min(budget / stage, MAX_STAGES));
+  size_t ring = size_t(c.stages) * stage;
+  const size_t part = size_t(c.T) * 16 * (MP + 4) * sizeof(float);
+  if (part > ring) ring = part;  // (only with forced tiny rings)
+  // wgmma reads whole 64-row slabs: the last stage's last slab may run past the ring's end.
+  const int over = c.wn ? slabs * 64 * 128 - stage : 0;
+  c.smem = 1024 + HEAD + ring + size_t(over > 0 ? over : 0);
+  c.grid = ceil_div(ceil_div(N, 16), c.T) * c.S;
+  return c;
+}
+
+// Fallback cost model (microseconds) for shapes the measured rules in choose_uncached() do not
+// fit (N > ~16.9 K). NOT calibrated: the sweep contradicted its in-flight term on the default
+// shapes (the 208 KB ring lost where it meant two waves; the L2 prefetch lost everywhere), which
+// is why the rules come first. A CTA's time is its own W bytes at the rate its ring sustains — at
+// most `inflight / LAT` (Little's law) and at most 1.1x its fair share of the chip's bandwidth —
+// plus its activation boxes (L2) and its share of the DSMEM reduction; the launch is done when the
+// slowest CTA is and when all W has streamed. Only one-wave grids are considered.
+constexpr double BW = 4.3e6;     // bytes/us: the chip's W stream (H200 copy roof 4.2 TB/s)
+constexpr double LAT = 2.0;      // us: loaded DRAM latency the ring must cover
+constexpr double L2BW = 9.0e6;   // bytes/us: activation boxes from L2, whole chip
+constexpr double DSM = 60e3;     // bytes/us per SM: DSMEM reduction reads
+double cost11(const Cfg11& c, int M, int N, int K) {
+  (void)M;
   const int P = device_info().sms;
-  const int tstep = best.wg ? 4 : 1;  // wgmma slabs are 64 rows
-  double best_cost = 1e300;
-  for (int S : {1, 2, 4, 8}) {
-    const int slots = active_clusters(S) * S;
-    for (int T = MIN_T; T <= MAX_T; T += tstep) {
-      const int stage = T * 16 * 128 + MP * 128;
-      if (RING_BUDGET / stage < MIN_STAGES) continue;
-      const int rbn = ceil_div(NT, T);
-      const int ctas = rbn * S;
-      if (ctas > slots) continue;
-      const double total = double(rbn) * T * KB / P;
-      const double per = ceil_div(KB, S);
-      const double busiest = per * (T + MP / 16.0) / 1.1 + (S > 1 ? T * MP / 32.0 : 0.0);
-      const double cost = (total > busiest ? total : busiest) * (1.0 + 0.002 * S);
-      if (cost < best_cost) best_cost = cost, best.T = T, best.S = S;
+  const int KB = ceil_div(K, kBK);
+  const int MP = c.mt * 8;
+  const double kbl = ceil_div(KB, c.S);                   // k-blocks of the busiest CTA
+  const double w_cta = kbl * c.T * 16 * 128.0;
+  const double a_cta = kbl * MP * 128.0;
+  const double inflight = double(c.stages) * c.T * 16 * 128;
+  const double rate = std::min(1.1 * BW / P, inflight / LAT);
+  const double t_cta = w_cta / rate + a_cta / (L2BW / P) * 0.5 +
+                       (c.S > 1 ? c.T * 16.0 * MP * 4 / DSM : 0.0);
+  const double t_all = 2.0 * N * double(K) / BW;
+  return std::max(t_cta, t_all);
+}
+
+// Whether the grid runs as ONE wave with at most one CTA per SM: clusters of S CTAs must all be
+// co-resident (1-CTA/SM rings: at SMEM_OPTIN; 2-CTA/SM rings: at their own size).
+bool one_wave(const Cfg11& c) {
+  if (c.grid > device_info().sms) return false;
+  const int smem = c.ring_mode == 1 ? SMEM_OPTIN : static_cast<int>(c.smem);
+  return c.grid <= active_clusters(c.S, smem) * c.S;
+}
+
+// The plan. First the measured rules (H200, request gdec, two runs of 2026-11-29: every (T, S,
+// ring) row in results/h200/dev/batch2/gdec/dec.jsonl and dec2.jsonl; us single / graph), each
+// taking the smallest T >= t0 of its (S, ring) that runs in one wave:
+//  * M <= 16 (mma.sync): S = 4 on 2-CTA/SM rings, T >= 12 (N = 4096: 88 CTAs of 192 rows; run 2,
+//    M = 1 / 16: 16.2 / 12.9 and 17.4 / 15.4 at K = 4096, 28.9 / 31.4 and 30.9 / 35.0 at
+//    K = 11008, vs T = 8 (128 CTAs) 17.2 / 12.4, 19.7 / 15.2, 32.3 / 32.1, 37.2 / 31.7: better
+//    single launches everywhere, graph mixed; T = 8 on 1-CTA/SM rings is two waves: clusters of 4
+//    at 215 KB do not cover 128 SMs); else S = 2 on 1-CTA/SM rings, T >= 11 (N = 11008: 126 CTAs;
+//    M = 1: 30.1 / 23.5 vs 28.6 / 25.1 on the 104 KB ring in run 1);
+//  * M > 16 (wgmma): S = 2 on 1-CTA/SM rings, T >= 8 (N = 4096: 64 CTAs of 128 rows, each half
+//    of K; run 2, M = 32 / 64: 18.5 / 13.1 and 21.6 / 16.1 at K = 4096, 34.9 / 29.3 and
+//    40.4 / 34.9 at K = 11008, vs T = 6 (86 CTAs) 18.7 / 13.5, 21.7 / 16.8, 35.5 / 29.9,
+//    41.1 / 36.0 and 128-CTA plans 14.3-15.6 / 17.8-18.8 graph at K = 4096; N = 11008: T = 11,
+//    126 CTAs, 31.7 / 25.8 and 34.8 / 28.0).
+// Then (shapes no rule fits, e.g. N > 16.9 K) the cost model over every (T, S, ring) in one wave.
+// The rules are fitted to N in {4096, 11008}, K in {4096, 11008}: other shapes get a correct but
+// untuned plan (e.g. N = 2048 at M <= 16: 44 CTAs).
+Cfg11 choose_uncached(int M, int N, int K) {
+  struct Rule { int S, mode, t0; };
+  const Rule small_m[] = {{4, 2, 12}, {2, 1, 11}};
+  const Rule large_m[] = {{2, 1, 8}};
+  const Rule* rules = M <= 16 ? small_m : large_m;
+  const int nrules = M <= 16 ? 2 : 1;
+  for (int r = 0; r < nrules; ++r)
+    for (int T = rules[r].t0; T <= MAX_T; ++T) {
+      const Cfg11 c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode);
+      if (c.T == T && c.stages >= 3 && one_wave(c)) return c;
     }
-  }
-  if (best_cost == 1e300) best.T = 8, best.S = 1;  // N too large for one wave: stream waves
-  const int stage = best.T * 16 * 128 + MP * 128;
-  best.stages = RING_BUDGET / stage < MAX_STAGES ? RING_BUDGET / stage : MAX_STAGES;
-  size_t ring = size_t(best.stages) * stage;
-  const size_t part = size_t(best.T) * 16 * (MP + 4) * sizeof(float);
-  if (part > ring) ring = part;  // (never: MIN_STAGES stages always hold the partial)
-  best.smem = 1024 + ring + 2 * size_t(best.stages) * 8;
-  best.grid = ceil_div(NT, best.T) * best.S;
+  Cfg11 best;
+  double best_cost = 1e300;
+  bool found = false;
+  for (int mode : {2, 1})
+    for (int S : {1, 2, 3, 4, 6, 8})
+      for (int T = MIN_T; T <= MAX_T; ++T) {
+        const Cfg11 c = make_cfg(M, N, K, T, S, mode);
+        if (c.T != T || c.stages < 3 || !one_wave(c)) continue;
+        const double cost = cost11(c, M, N, K) * (1.0 + 0.002 * S);
+        if (cost < best_cost) best_cost = cost, best = c, found = true;
+      }
+  if (!found) best = make_cfg(M, N, K, 8, 1, 1);  // N too large for one wave: stream waves
   return best;
 }
 
-template <int MT, bool WG>
+// The plan per (device, M, N, K), computed once: later launches make no search and no CUDA call.
+Cfg11 choose(int M, int N, int K) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int>, Cfg11> cache;
+  const auto key = std::make_tuple(device_info().id, M, N, K);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const Cfg11 c = choose_uncached(M, N, K);
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, c);
+  return c;
+}
+
+template <int MT, int WN, int NSL>
 void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MT * 8, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, cf.T * 16, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WG>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL>), SMEM_OPTIN);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(cf.grid, 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
@@ -405,8 +563,56 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread ? 2 : 1;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WG>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages));
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx));
   KL_CHECK_LAUNCH();
+}
+
+void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
+  if (cf.wn == 64)
+    cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
+  else if (cf.wn == 32)
+    cf.nsl == 1 ? launch_mt<4, 32, 1>(a, cf, s) : launch_mt<4, 32, 2>(a, cf, s);
+  else if (cf.mt == 1)
+    launch_mt<1, 0, 1>(a, cf, s);
+  else
+    launch_mt<2, 0, 1>(a, cf, s);
+}
+
+std::string describe(const Cfg11& cf) {
+  return std::string(cf.wn ? (cf.wn == 32 ? "wgmma-n32" : "wgmma-n64") : "mma.sync") +
+         " T=" + std::to_string(cf.T) + " S=" + std::to_string(cf.S) +
+         " ring=" + std::to_string(cf.ring_mode) + "/SM stages=" + std::to_string(cf.stages) +
+         " pfx=" + std::to_string(cf.pfx) + " grid=" + std::to_string(cf.grid) +
+         " smem=" + std::to_string(cf.smem);
+}
+
+// Experiment rows (KL_GEMM_EXP=1 only, numbered 80+): rung 11 with (T, S, ring mode) forced on
+// every shape, so one bench run measures the configurations the cost model chooses between.
+struct Forced { int T, S, mode, pfx; const char* name; };
+constexpr Forced kForced[] = {
+    {8, 4, 2, 0, "x11_T8_S4_r2"},    {8, 4, 1, 0, "x11_T8_S4_r1"},   {16, 8, 1, 0, "x11_T16_S8_r1"},
+    {12, 6, 1, 0, "x11_T12_S6_r1"},  {11, 2, 1, 0, "x11_T11_S2_r1"}, {11, 2, 2, 0, "x11_T11_S2_r2"},
+    {16, 3, 1, 0, "x11_T16_S3_r1"},  {16, 8, 2, 0, "x11_T16_S8_r2"}, {6, 2, 1, 0, "x11_T6_S2_r1"},
+    {4, 2, 1, 0, "x11_T4_S2_r1"},    {4, 2, 2, 0, "x11_T4_S2_r2"},   {6, 1, 1, 0, "x11_T6_S1_r1"},
+    {8, 4, 2, 4, "x11_T8_S4_r2_pf4"}, {4, 2, 2, 8, "x11_T4_S2_r2_pf8"}, {11, 2, 2, 4, "x11_T11_S2_r2_pf4"},
+    {8, 4, 1, 4, "x11_T8_S4_r1_pf4"},
+    // two CTAs of the same grid per SM (grid ~ 2 x #SMs, 104 KB rings): 2 producers per SM
+    {4, 4, 2, 0, "x11_T4_S4_r2"},    {8, 8, 2, 0, "x11_T8_S8_r2"},   {6, 2, 2, 0, "x11_T6_S2_r2"},
+    // neighbours of the measured rules
+    {8, 2, 1, 0, "x11_T8_S2_r1"},    {5, 2, 1, 0, "x11_T5_S2_r1"},   {7, 2, 1, 0, "x11_T7_S2_r1"},
+    {12, 2, 1, 0, "x11_T12_S2_r1"},  {6, 3, 1, 0, "x11_T6_S3_r1"},   {9, 2, 1, 0, "x11_T9_S2_r1"},
+    {12, 4, 2, 0, "x11_T12_S4_r2"},
+};
+constexpr int kNumForced = sizeof(kForced) / sizeof(kForced[0]);
+template <int I>
+void launch_forced(const GemmBf16Args& a, cudaStream_t s) {
+  launch_cfg(a, make_cfg(a.M, a.N, a.K, kForced[I].T, kForced[I].S, kForced[I].mode, kForced[I].pfx), s);
+}
+template <int... I>
+void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I...>) {
+  (t.push_back({80 + I, kForced[I].name, "experiment: rung 11 with (T, S, ring mode, L2 prefetch) forced",
+                supports_11, launch_forced<I>}),
+   ...);
 }
 
 }  // namespace
@@ -424,22 +630,17 @@ std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void launch_11(const GemmBf16Args& a, cudaStream_t s) {
-  const Cfg11 cf = choose(a.M, a.N, a.K);
-  if (cf.wg)
-    launch_mt<8, true>(a, cf, s);
-  else if (a.M <= 8)
-    launch_mt<1, false>(a, cf, s);
-  else
-    launch_mt<2, false>(a, cf, s);
+void launch_11(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N, a.K), s); }
+
+void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s) {
+  launch_cfg(a, make_cfg(a.M, a.N, a.K, T, S, ring_mode, pfx), s);
 }
 
-// The (T, S, stages) the launcher would use, for tests and the doc ("T=.. S=.. stages=.. grid=..").
-std::string describe_11(int M, int N, int K) {
-  const Cfg11 cf = choose(M, N, K);
-  return std::string(cf.wg ? "wgmma" : "mma.sync") + " T=" + std::to_string(cf.T) + " S=" + std::to_string(cf.S) +
-         " stages=" + std::to_string(cf.stages) + " grid=" + std::to_string(cf.grid) +
-         " smem=" + std::to_string(cf.smem);
+// The configuration the launcher would use, for tests and the doc.
+std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K)); }
+
+void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
+  add_forced(t, std::make_integer_sequence<int, kNumForced>{});
 }
 
 }  // namespace hopper_gemm

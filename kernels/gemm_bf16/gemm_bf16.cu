@@ -1,5 +1,6 @@
 // kernels/gemm_bf16/gemm_bf16.cu — the rung table (written once), the entry point and its pick,
 // the workspace size, and helpers the part-1 rung files share.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "common/check.h"
 #include "gemm_bf16/gemm_bf16.h"
 #include "gemm_bf16/gemm_bf16_rungs.h"
+#include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
 namespace gemm_bf16_detail {
@@ -91,6 +93,20 @@ void add_exp(std::vector<Rung<GemmBf16Args>>& t) {
     t.push_back({50 + static_cast<int>(T), n4.c_str(), "experiment: rung 04, tile forced, Stream-K part forced on",
                  supports04_tile<T>, launch04_tile<T>});
 }
+// Rung 14 with its Stream-K part forced on (70) / off (71) / one-tile variant (72): measures what
+// the plan's model decides.
+std::string supports14_on(const GemmBf16Args& a, const DeviceInfo& d) {
+  return hopper_gemm::supports_14_forced(a, d, +1);
+}
+void launch14_on(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +1); }
+std::string supports14_off(const GemmBf16Args& a, const DeviceInfo& d) {
+  return hopper_gemm::supports_14_forced(a, d, -1);
+}
+void launch14_off(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, -1); }
+std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
+  return hopper_gemm::supports_14_forced(a, d, +2);
+}
+void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -101,6 +117,13 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::X6>(t);
   add_exp<Tile::X7>(t);
   add_exp<Tile::X8>(t);
+  t.push_back({70, "x14_sk_on", "experiment: rung 14, Stream-K part forced on", supports14_on,
+               launch14_on});
+  t.push_back({71, "x14_sk_off", "experiment: rung 14, Stream-K part off (rung 12's schedule)",
+               supports14_off, launch14_off});
+  t.push_back({72, "x14_sk1_on", "experiment: rung 14, one-tile Stream-K (only the last partial wave split)",
+               supports14_one, launch14_one});
+  hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 
 }  // namespace gemm_bf16_detail
@@ -131,9 +154,11 @@ const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
 }
 
 size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
-  // Only rung 04 needs scratch among part 1. (Part 2 rungs report their own needs via supports().)
+  // Rungs 04 (part 1) and 14 (Hopper Stream-K) need scratch.
   if (M <= 0 || N <= 0 || K <= 0) return 0;
-  return gemm_bf16_detail::streamk_workspace_bytes(M, N, K, d);
+  // One workspace serves rungs 04 and 14 (same flag region, kernels/common/streamk.cuh).
+  return std::max(gemm_bf16_detail::streamk_workspace_bytes(M, N, K, d),
+                  hopper_gemm::workspace_14(M, N, K, d));
 }
 
 // The entry point's choice: per shape class, the rungs in order of MEASURED speed on the H200
@@ -142,18 +167,29 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // without a workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13
 // (cluster multicast) are in no list: 40% slower than 08/12 on every shape measured.
 namespace {
-enum class ShapeClass { DecodeOne, Decode, DecodeWide, DecodeWide64, SmallPrefill, Prefill };
+enum class ShapeClass {
+  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide64, SmallPrefill, Prefill
+};
 
 ShapeClass classify(const GemmBf16Args& a) {
   if (a.M <= 64) {
-    // Decode streams W. With N >= 8192 there are >= 128 64-column strips: a full card of CTAs at
-    // M <= 32 without splitting K, and rung 03 (no fixup) measured ahead (N = 11008: 26.4-29.0 us
-    // vs 04's 30.2-33.5 and 10's 27.5-41.4). At M = 64 the TMA split-K rung 11 led (34.1 us vs
-    // 35.6 for 04). Narrow N: 04 (K split over the card) led or tied at M >= 16 (4096x4096: 16.9-
-    // 20.9 us vs 11's 17.1-22.7); a single token (M <= 8, one n8 fragment) went to 11 (16.3 vs 16.9
-    // us at K = 4096, 30.5 vs 31.8 at K = 11008).
+    // Decode streams W. Measured (H200, request gdec run 2, results/h200/dev/batch2/gdec/
+    // dec2.jsonl, rung 11 = its plan's forced row; us single launch / CUDA-graph back-to-back;
+    // "narrow" N x K = 4096x4096 and 4096x11008, "wide" 11008x4096; run 1, dec.jsonl, picks the
+    // same rungs):
+    //  * wide, M <= 32: rung 03 (a full card of 64-column strips, no fixup): 26.2/23.7, 27.2/25.0,
+    //    28.7/26.6 at M = 1/16/32 vs rung 11 30.1/23.5, 31.3/25.1, 31.7/25.8;
+    //  * wide, M > 32: rung 11 (T = 11, S = 2): 34.8/28.0 vs 04 34.8/32.2, 03 39.7/37.3;
+    //  * narrow, M <= 8: rung 11 (T = 12, S = 4): 16.2/12.9 vs 04 16.6/14.3 (K = 4096), 28.9/31.4
+    //    vs 04 32.6/30.1 (K = 11008);
+    //  * narrow, 8 < M <= 16: rung 04: 16.7/14.2 vs 11 17.4/15.4; 32.6/30.2 vs 11 30.9/35.0;
+    //  * narrow, 16 < M <= 32: rung 11 (T = 8, S = 2, wgmma n32): 18.5/13.1 vs 04 18.5/16.1;
+    //    34.9/29.3 vs 04 34.7/32.6;
+    //  * narrow, M > 32: rung 04: 20.4/18.2 vs 11 21.6/16.1; 36.8/34.5 vs 11 40.4/34.9.
     if (a.N >= 8192) return a.M <= 32 ? ShapeClass::DecodeWide : ShapeClass::DecodeWide64;
-    return a.M <= 8 ? ShapeClass::DecodeOne : ShapeClass::Decode;
+    if (a.M <= 8) return ShapeClass::DecodeOne;
+    if (a.M <= 16) return ShapeClass::Decode16;
+    return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
   }
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
   // 128x128 wgmma rung 05 and rung 03's 64x128 tile measured ahead (1024^3: 14.5 / 14.8 us vs 08's
@@ -166,14 +202,18 @@ ShapeClass classify(const GemmBf16Args& a) {
 
 const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecodeOne = {11, 4, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecode = {4, 11, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecodeWide = {3, 10, 4, 11, 2, 1, 0};
+  static const std::vector<int> kDecode16 = {4, 11, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode32 = {11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode64 = {4, 11, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide64 = {11, 4, 3, 10, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
   switch (c) {
     case ShapeClass::DecodeOne: return kDecodeOne;
-    case ShapeClass::Decode: return kDecode;
+    case ShapeClass::Decode16: return kDecode16;
+    case ShapeClass::Decode32: return kDecode32;
+    case ShapeClass::Decode64: return kDecode64;
     case ShapeClass::DecodeWide: return kDecodeWide;
     case ShapeClass::DecodeWide64: return kDecodeWide64;
     case ShapeClass::SmallPrefill: return kSmallPrefill;

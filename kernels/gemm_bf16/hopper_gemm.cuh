@@ -35,10 +35,27 @@ void launch_10(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d);  // decode, TMA ring + split-K
 void launch_11(const GemmBf16Args& a, cudaStream_t s);
 std::string describe_11(int M, int N, int K);  // the launch configuration rung 11 picks
+// Rung 11 with (T = m16 W tiles per CTA, S = K split / cluster size, ring sized for ring_mode CTAs
+// per SM: 1 or 2, pfx = W boxes prefetched into L2 past the ring) forced: the tests' and the
+// experiment rows' way to run every configuration.
+void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s);
+// Experiment rows 80+ (KL_GEMM_EXP=1): rung 11 with each forced configuration of its sweep.
+void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t);
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
+std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
+void launch_14(const GemmBf16Args& a, cudaStream_t s);
+// Rung 14 with its schedule forced: mode +1 = Stream-K part on (whenever there are tiles), -1 = off
+// (rung 12's schedule), +2 = one-tile variant on, 0 = the model (= supports_14 / launch_14). Tests
+// and the experiment rows.
+std::string supports_14_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode);
+void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode);
+// Workspace rung 14 needs for this shape (its plan, or the Stream-K part forced on: the larger).
+size_t workspace_14(int M, int N, int K, const DeviceInfo& d);
+// Rung 14's plan for a shape on `sms` SMs, in words (tests print it for the doc).
+std::string describe_14(int M, int N, int K, int sms, int mode);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

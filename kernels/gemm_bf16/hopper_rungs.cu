@@ -32,7 +32,7 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "M <= 64 branch: stream W rows (16-byte no-allocate loads) into mma.sync, K split over warps",
                supports_10, launch_10});
   t.push_back({11, "decode_tma_splitk",
-               "M <= 64: TMA ring (128-160 KB of W in flight), K split over a cluster, DSMEM reduction",
+               "M <= 64: TMA ring (104 or 208 KB), K split over a cluster, DSMEM reduction, PDL",
                supports_11, launch_11});
   t.push_back({12, "four_stages",
                "rung 08 with a 4-deep ring (192 KB); epilogue staged in 64x128 halves to fit",
@@ -40,4 +40,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
   t.push_back({13, "cluster_multicast_4stage",
                "rung 12 + 2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",
                supports_13, launch_13});
+  t.push_back({14, "stream_k_tail",
+               "rung 12 + DP/Stream-K hybrid: the last partial wave + one wave split in k-block "
+               "ranges over all SMs, deterministic epoch fixup through the workspace",
+               supports_14, launch_14});
 }
