@@ -135,8 +135,12 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   const auto d = fake_h200();
   const auto* big = kl::sgemm_pick(fake(4096, 4096, 4096), d);
   ASSERT_NE(big, nullptr);
-  EXPECT_EQ(big->number, 9);
-  // Rung 12 copies A 4 bytes at a time: a misaligned A alone takes it instead of 08.
+  EXPECT_EQ(big->number, 14);  // two waves or more of 256x128 tiles: the 32-deep k-tiles
+  const auto* huge = kl::sgemm_pick(fake(8192, 8192, 8192), d);
+  ASSERT_NE(huge, nullptr);
+  EXPECT_EQ(huge->number, 14);
+  // Rungs 14 and 09 need a 16-byte aligned A; rung 12 copies A 4 bytes at a time: a misaligned A
+  // alone takes it instead of 08.
   const auto* big_misaligned = kl::sgemm_pick(fake(4096, 4096, 4096, 4), d);
   ASSERT_NE(big_misaligned, nullptr);
   EXPECT_EQ(big_misaligned->number, 12);
