@@ -397,7 +397,8 @@ class Report:
 
     def headline(self):
         header = ["family", "op", "shape", "dtype", "best kl rung", "kl", "reference",
-                  "kl vs ref", "best PyTorch", "kl vs PyTorch"]
+                  "kl vs ref", "auto (entry point) vs ref", "best PyTorch", "kl vs PyTorch",
+                  "SM MHz kl / ref"]
         body = []
         for family, op, dtype, dims in HEADLINE:
             got = self.headline_pick(family, op, dtype, dims)
@@ -417,13 +418,28 @@ class Report:
             ref, _ = self.reference(best, rs)
             torch = [r for r in rs if r["impl"] in TORCH_IMPLS]
             tbest = min(torch, key=lambda r: r["median_ms"]) if torch else None
+            auto = [r for r in rs if r["impl"] == "kl" and r["variant"] == -1 and r.get("ok", True)]
+            if auto and ref:
+                a = auto[0]
+                auto_cell = "→ %s: %s" % ((a.get("notes") or {}).get("picked", "?"),
+                                          fmt_ratio(ref["median_ms"] / a["median_ms"]))
+            else:
+                auto_cell = "—"
+
+            # The NVML-sampled SM clock of the two rows (the H200 throttles under long heavy
+            # runs: a ratio of rows measured at different clocks is partly a clock ratio).
+            def mhz(r):
+                c = r.get("clock_mhz") if r else None
+                return "%.0f" % c if isinstance(c, (int, float)) and c > 0 else "—"
             body.append([
                 family, op, k[1], dtype, "%02d %s" % (best["variant"], best["variant_name"]),
                 rate(best),
                 "%s %s" % (ref["impl"], rate(ref)) if ref else "—",
                 fmt_ratio(ref["median_ms"] / best["median_ms"]) if ref else "—",
+                auto_cell,
                 "%s %s" % (tbest["impl"], rate(tbest)) if tbest else "—",
                 fmt_ratio(tbest["median_ms"] / best["median_ms"]) if tbest else "—",
+                "%s / %s" % (mhz(best), mhz(ref)),
             ])
         return md_table(header, body) if body else "(no headline rows yet)"
 
