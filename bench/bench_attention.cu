@@ -156,29 +156,11 @@ int run(int argc, char** argv) {
       r.notes["validated_against"] = check.all_rows ? "cpu_double_all_rows"
                                                     : "cpu_double_" + std::to_string(check.rows.size()) + "_rows";
       if (ws_bytes) r.notes["workspace_bytes"] = std::to_string(ws_bytes);
-      const Rung<AttentionArgs>* use = rung;
-      if (is_auto) {
-        use = attention_pick(a0, dev);
-        r.variant = -1;
-        r.variant_name = "auto";
-        r.change = "the entry point: the best supported rung for the shape";
-        if (!use) {
-          rep.skip("auto " + sh.str(), "no rung supports the shape");
-          return;
-        }
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "%02d", use->number);
-        r.notes["picked"] = buf;
-      } else {
-        r.variant = rung->number;
-        r.variant_name = rung->name;
-        r.change = rung->change;
+      const Rung<AttentionArgs>* use =
+          label_row(r, rep, rung, is_auto, is_auto ? attention_pick(a0, dev) : nullptr, a0, dev, sh.str());
+      if (!use) return;
+      if (!is_auto) {
         const std::string what = "rung " + std::to_string(rung->number) + " " + sh.str();
-        const std::string why = rung->supports(a0, dev);
-        if (!why.empty()) {
-          rep.skip(what, why);
-          return;
-        }
         // Rungs 00/01 cost 25-90 ms a launch on the long decode caches and seconds on big prefill:
         // in the default run they are shown where they take under ~10 ms.
         const bool too_slow = (rung->number == 0 && (flops > 1e11 || (decode && shape.Skv > 4096))) ||

@@ -231,29 +231,10 @@ int run(int argc, char** argv) {
     // ---- rungs and the entry point.
     auto run_one = [&](const Rung<GemmBf16Args>* rung, bool is_auto) {
       Row r = base_row();
-      const Rung<GemmBf16Args>* use = rung;
       GemmBf16Args a0 = args_for(0, dC.as<bf16>());
-      if (is_auto) {
-        use = gemm_bf16_pick(a0, dev);
-        r.variant = -1;
-        r.variant_name = "auto";
-        r.change = "the entry point: the best supported rung for the shape";
-        if (!use) {
-          rep.skip("auto " + sh.str(), "no rung supports the shape");
-          return;
-        }
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "%02d", use->number);
-        r.notes["picked"] = buf;
-      } else {
-        r.variant = rung->number;
-        r.variant_name = rung->name;
-        r.change = rung->change;
-        const std::string why = rung->supports(a0, dev);
-        if (!why.empty()) {
-          rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(), why);
-          return;
-        }
+      const Rung<GemmBf16Args>* use = label_row(r, rep, rung, is_auto, is_auto ? gemm_bf16_pick(a0, dev) : nullptr, a0, dev, sh.str());
+      if (!use) return;
+      if (!is_auto) {
         const bool named = !all;  // --variant named this rung explicitly
         if (rung->number == 0 && flops > 2.0 * 4096.0 * 4096.0 * 4096.0 && !named) {
           rep.skip("rung 0 " + sh.str(),

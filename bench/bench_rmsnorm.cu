@@ -65,12 +65,6 @@ Row base_row(const std::string& op, DType t, const Shape& sh, double flops, doub
   return r;
 }
 
-std::string two(int n) {
-  char b[8];
-  std::snprintf(b, sizeof b, "%02d", n);
-  return b;
-}
-
 // One (shape, dtype) for one op. Fused = add_rmsnorm. Generic over the two Args types through the
 // small lambdas at the bottom.
 template <class Args>
@@ -149,28 +143,9 @@ void run_case(bool fused, const Shape& sh, DType t, float eps, const Options& o,
 
   auto run_one = [&](const Rung<Args>* rung, bool is_auto) {
     Row r = base_row(op, t, sh, flops, bytes, l2res, copies, seed, tol);
-    const Rung<Args>* use = rung;
     const std::string label = op + " " + dtype_name(t) + " " + sh.str();
-    if (is_auto) {
-      use = pick(a0, dev);
-      r.variant = -1;
-      r.variant_name = "auto";
-      r.change = "the entry point: the best supported rung for the shape";
-      if (!use) {
-        rep.skip("auto " + label, "no rung supports the shape");
-        return;
-      }
-      r.notes["picked"] = two(use->number);
-    } else {
-      r.variant = rung->number;
-      r.variant_name = rung->name;
-      r.change = rung->change;
-      const std::string why = rung->supports(a0, dev);
-      if (!why.empty()) {
-        rep.skip("rung " + two(rung->number) + " " + label, why);
-        return;
-      }
-    }
+    const Rung<Args>* use = label_row(r, rep, rung, is_auto, is_auto ? pick(a0, dev) : nullptr, a0, dev, label);
+    if (!use) return;
     if (fused) KL_CHECK(cudaMemcpyAsync(r_slot0, r0buf.ptr, tensor, cudaMemcpyDeviceToDevice, stream));
     poison(ybuf.ptr, tensor, stream);
     KL_CHECK(cudaStreamSynchronize(stream));

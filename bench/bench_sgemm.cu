@@ -157,29 +157,10 @@ int run(int argc, char** argv) {
     // ---- rungs and the entry point.
     auto run_one = [&](const Rung<SgemmArgs>* rung, bool is_auto) {
       Row r = base_row();
-      const Rung<SgemmArgs>* use = rung;
       SgemmArgs a0 = args_for(0, dC.as<float>());
-      if (is_auto) {
-        use = sgemm_pick(a0, dev);
-        r.variant = -1;
-        r.variant_name = "auto";
-        r.change = "the entry point: the best supported rung for the shape";
-        if (!use) {
-          rep.skip("auto " + sh.str(), "no rung supports the shape");
-          return;
-        }
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "%02d", use->number);
-        r.notes["picked"] = buf;
-      } else {
-        r.variant = rung->number;
-        r.variant_name = rung->name;
-        r.change = rung->change;
-        std::string why = rung->supports(a0, dev);
-        if (!why.empty()) {
-          rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(), why);
-          return;
-        }
+      const Rung<SgemmArgs>* use = label_row(r, rep, rung, is_auto, is_auto ? sgemm_pick(a0, dev) : nullptr, a0, dev, sh.str());
+      if (!use) return;
+      if (!is_auto) {
         const bool named = !all;  // --variant named this rung explicitly
         if (rung->number <= 2 && flops > 2.0 * 4096.0 * 4096.0 * 4096.0 && !named) {
           rep.skip("rung " + std::to_string(rung->number) + " " + sh.str(),

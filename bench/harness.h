@@ -239,6 +239,36 @@ class Reporter {
   bool finished_ = false;
 };
 
+// Labels `r` as one rung's row or as the entry point's ("auto", variant -1, notes.picked = the rung
+// `picked` that the family's pick returned), and returns the rung to launch. Returns nullptr after
+// reporting the skip when the entry point has no rung for the shape or the rung's supports() refuses
+// it (its reason goes to the log; no row). `what` names the shape in those lines.
+template <class Args>
+const Rung<Args>* label_row(Row& r, Reporter& rep, const Rung<Args>* rung, bool is_auto,
+                            const Rung<Args>* picked, const Args& a, const DeviceInfo& dev,
+                            const std::string& what) {
+  if (is_auto) {
+    r.variant = -1;
+    r.variant_name = "auto";
+    r.change = "the entry point: the best supported rung for the shape";
+    if (!picked) {
+      rep.skip("auto " + what, "no rung supports the shape");
+      return nullptr;
+    }
+    r.notes["picked"] = (picked->number < 10 ? "0" : "") + std::to_string(picked->number);
+    return picked;
+  }
+  r.variant = rung->number;
+  r.variant_name = rung->name;
+  r.change = rung->change;
+  const std::string why = rung->supports(a, dev);
+  if (!why.empty()) {
+    rep.skip("rung " + std::to_string(rung->number) + " " + what, why);
+    return nullptr;
+  }
+  return rung;
+}
+
 // Runs `body` and maps exceptions to exit codes: BadArgument -> 2 (with message), anything else
 // -> 1. Benches wrap main() in it so a bad shape never becomes a crash.
 int guarded_main(const std::function<int()>& body);

@@ -222,31 +222,10 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
 
       auto run_one = [&](const Rung<Args>* rung, bool is_auto) {
         Row r = base_row();
-        const Rung<Args>* use = rung;
         const Args a0 = args_for(0);
         const std::string label = sp.op + " " + dtype_name(t) + " " + sh.str();
-        if (is_auto) {
-          use = sp.pick(a0, dev);
-          r.variant = -1;
-          r.variant_name = "auto";
-          r.change = "the entry point: the best supported rung for the shape";
-          if (!use) {
-            rep.skip("auto " + label, "no rung supports the shape");
-            return;
-          }
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "%02d", use->number);
-          r.notes["picked"] = buf;
-        } else {
-          r.variant = rung->number;
-          r.variant_name = rung->name;
-          r.change = rung->change;
-          const std::string why = rung->supports(a0, dev);
-          if (!why.empty()) {
-            rep.skip("rung " + std::to_string(rung->number) + " " + label, why);
-            return;
-          }
-        }
+        const Rung<Args>* use = label_row(r, rep, rung, is_auto, is_auto ? sp.pick(a0, dev) : nullptr, a0, dev, label);
+        if (!use) return;
         poison(out.ptr, tensor, stream);
         KL_CHECK(cudaStreamSynchronize(stream));
         auto launch = [&](int i) {
