@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -162,12 +161,10 @@ int run(int argc, char** argv) {
     std::vector<float> ref = download_as_float(dRef.ptr, nC, DType::f32);
     double ref_err_over_bound = 0;  // worst sampled |cuBLAS - exact| / bound (reported)
     {
-      std::mt19937_64 rng(seed);
       std::vector<size_t> idx;
       std::vector<double> want, bound;
-      for (int s = 0; s < 256; ++s) {
-        const int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
-        const int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
+      for (const auto& e : sample_entries(M, N, 256, seed)) {
+        const int i = e.first, j = e.second;
         std::vector<double> a = row_as_double(dA.as<bf16>() + size_t(i) * K, K);
         std::vector<double> w = row_as_double(dW.as<bf16>() + size_t(j) * K, K);
         double acc = 0, sum_abs = 0;

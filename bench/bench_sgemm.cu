@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,13 +121,10 @@ int run(int argc, char** argv) {
     {
       std::vector<float> hA = download_as_float(dA.ptr, nA, DType::f32);
       std::vector<float> hB = download_as_float(dB.ptr, nB, DType::f32);
-      std::mt19937_64 rng(seed);
       std::vector<size_t> idx;
       std::vector<double> want;
-      for (int s = 0; s < 256; ++s) {
-        // Always include the corners (tail tiles), then random entries.
-        int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
-        int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
+      for (const auto& e : sample_entries(M, N, 256, seed)) {  // corners, then random entries
+        const int i = e.first, j = e.second;
         idx.push_back(size_t(i) * N + j);
         want.push_back(sgemm_reference_at(hA.data(), hB.data(), M, N, K, i, j));
       }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <random>
 #include <sstream>
 
 #include "bench/harness.h"
@@ -323,6 +324,17 @@ ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vecto
   std::vector<float> g(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) g[i] = got[idx[i]];
   return compare_impl(g.data(), ref_at_idx, idx.size(), tol, &idx);
+}
+
+std::vector<std::pair<int, int>> sample_entries(int M, int N, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::pair<int, int>> v;
+  for (int s = 0; s < count; ++s) {
+    const int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
+    const int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
+    v.emplace_back(i, j);
+  }
+  return v;
 }
 
 uint64_t run_seed(const Options& o) {

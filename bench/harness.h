@@ -153,6 +153,9 @@ ErrStats compare(const float* got, const float* ref, size_t n, const Tolerance& 
 // Sampled comparison: only the listed indices (GEMM/attention against sampled references).
 ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vector<size_t>& idx,
                     const Tolerance& tol);
+// `count` entries (i, j) of an M x N output to check against a CPU double product: the two
+// corners (0, 0) and (M-1, N-1) first (they sit in tail tiles), then uniform draws from `seed`.
+std::vector<std::pair<int, int>> sample_entries(int M, int N, int count, uint64_t seed);
 
 // ---------------------------------------------------------------- timing
 struct Row;

@@ -87,8 +87,8 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
   // Programmatic dependent launch (sm_90; no-ops below): Q, K and V may be written by the kernel
   // before us in the stream, so nothing is read before the wait; the trigger lets the next step's
   // launch queue its blocks behind ours (its own wait orders it after our completion).
-  flash::pdl_wait();
-  flash::pdl_trigger();
+  pdl_wait();
+  pdl_trigger();
   dec::load_q_async<D>(p, w, Qs, tid);
 
   const int n_tiles = (p.Skv + dec::kBN - 1) / dec::kBN;

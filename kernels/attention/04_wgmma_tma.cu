@@ -27,7 +27,7 @@ std::string attn_wgmma_tma_supports(const AttentionArgs& a, const DeviceInfo& d)
 }
 
 void attn_wgmma_tma_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, false);
-  else hattn::launch<C128>(a, s, false);
+  if (a.D == 64) hattn::launch<C64>(a, s);
+  else hattn::launch<C128>(a, s);
 }
 }  // namespace kl

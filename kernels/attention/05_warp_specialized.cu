@@ -24,7 +24,7 @@ std::string attn_warp_specialized_supports(const AttentionArgs& a, const DeviceI
 }
 
 void attn_warp_specialized_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, false);
-  else hattn::launch<C128>(a, s, false);
+  if (a.D == 64) hattn::launch<C64>(a, s);
+  else hattn::launch<C128>(a, s);
 }
 }  // namespace kl

@@ -25,7 +25,7 @@ std::string attn_intra_wg_overlap_supports(const AttentionArgs& a, const DeviceI
 }
 
 void attn_intra_wg_overlap_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, false);
-  else hattn::launch<C128>(a, s, false);
+  if (a.D == 64) hattn::launch<C64>(a, s);
+  else hattn::launch<C128>(a, s);
 }
 }  // namespace kl

@@ -27,7 +27,7 @@ std::string attn_pingpong_supports(const AttentionArgs& a, const DeviceInfo& d) 
 }
 
 void attn_pingpong_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, false);
-  else hattn::launch<C128>(a, s, false);
+  if (a.D == 64) hattn::launch<C64>(a, s);
+  else hattn::launch<C128>(a, s);
 }
 }  // namespace kl

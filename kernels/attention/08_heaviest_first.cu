@@ -32,7 +32,7 @@ std::string attn_heaviest_first_supports(const AttentionArgs& a, const DeviceInf
 }
 
 void attn_heaviest_first_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s, false);
-  else hattn::launch<C128>(a, s, false);
+  if (a.D == 64) hattn::launch<C64>(a, s);
+  else hattn::launch<C128>(a, s);
 }
 }  // namespace kl

@@ -91,8 +91,8 @@ __global__ void __launch_bounds__(Cfg09<D>::THREADS, 1) decode09_kernel(const __
   }
   __syncthreads();
   // Programmatic dependent launch: Q, K, V may be written by the previous kernel in the stream.
-  griddep_wait();
-  griddep_launch_dependents();
+  pdl_wait();
+  pdl_trigger();
 
   if (warp == dec::kWarps) {
     // ---- producer: one thread streams the piece's K/V tiles through the ring

@@ -7,26 +7,16 @@
 #include <cuda_bf16.h>
 
 #include "common/check.h"
+#include "common/pdl.cuh"
 #include "common/softmax_online.cuh"
 
 namespace kl {
 namespace flash {
 
-// Programmatic dependent launch (sm_90+; no-ops below): the split kernels let the combine kernel be
-// launched while their last blocks still run (pdl_trigger), and the combine kernel waits for
-// their completion and memory (pdl_wait) before it reads a partial. This hides the second
-// launch's latency, a visible share of a few-microsecond decode step. The launcher only sets the
-// launch attribute on cc >= 9.0 (without it pdl_wait returns at once: stream order already holds).
-__device__ __forceinline__ void pdl_trigger() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
+// The split kernels let the combine kernel be launched while their last blocks still run
+// (pdl_trigger, common/pdl.cuh), and the combine kernel waits for their completion and memory
+// (pdl_wait) before it reads a partial: this hides the second launch's latency, a visible share of
+// a few-microsecond step. The launcher only sets the attribute on cc >= 9.0.
 
 // One warp per (tile, row); lane holds D/32 consecutive columns. splits <= 64: the split LSEs are
 // loaded by the lanes in parallel (two per lane) and reduced with shuffles, and the partial rows
@@ -88,9 +78,7 @@ void launch_combine(const float* ws_o, const float* ws_lse, int rows, int splits
   cfg.blockDim = dim3(128);
   cfg.dynamicSmemBytes = 0;
   cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[1] = {pdl_attribute()};
   cfg.attrs = attr;
   cfg.numAttrs = pdl ? 1 : 0;
   KL_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<D, Map>, ws_o, ws_lse, rows, splits, total_rows, map));

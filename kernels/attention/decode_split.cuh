@@ -37,6 +37,7 @@
 #include "common/check.h"
 #include "common/device.h"
 #include "common/mma.cuh"
+#include "common/pdl.cuh"
 #include "common/softmax_online.cuh"
 
 namespace kl {
@@ -464,9 +465,7 @@ void launch(void (*kernel)(KArgs...), unsigned grid, unsigned threads, int smem,
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = static_cast<size_t>(smem);
   cfg.stream = st;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[1] = {pdl_attribute()};
   cfg.attrs = attr;
   cfg.numAttrs = device_info().cc() >= 90 ? 1 : 0;
   KL_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));

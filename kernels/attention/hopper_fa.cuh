@@ -82,9 +82,7 @@ struct Cfg {
 struct Params {
   CUtensorMap tmQ, tmK, tmV;  // 3-D maps {D, rows|Skv, B*Hkv}, boxes {64, BM|BN, 1}, SWIZZLE_128B
   __nv_bfloat16* O;           // [B*Hkv, rows, D]
-  float* Opart;               // [splits, B*Hkv, rows, D] normalized partial O (splits > 1)
-  float* Lpart;               // [splits, B*Hkv, rows]     log2-sum-exp of each partial
-  int rows, Sq, Skv, BH, m_tiles, splits, causal;
+  int rows, Sq, Skv, BH, m_tiles, causal;
   int work, hgroup;           // persistent: m_tiles * BH items; heads per L2 group
   float scale_log2;           // softmax scale * log2(e): scores go through exp2
 };
@@ -235,12 +233,12 @@ __device__ __forceinline__ void issue_kv_tile(const Params& p, uint8_t* sK, uint
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
-// The KV range one work item (a BM-row tile of one (b, kv head), one split) visits.
+// The KV range one work item (a BM-row tile of one (b, kv head)) visits: key tiles [t0, t0 + n).
 struct TileRange {
   int m0, n, t0, mask_from;
 };
 template <class C>
-__device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk, int split) {
+__device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk) {
   TileRange r;
   r.m0 = m_blk * C::BM;
   const int diag = p.Skv - p.Sq;  // query qpos sees keys <= qpos + diag (causal)
@@ -254,9 +252,8 @@ __device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk, int 
   }
   const int kv_end = p.causal ? min(p.Skv, qmax + diag + 1) : p.Skv;
   const int n_tiles = (kv_end + C::BN - 1) / C::BN;
-  const int per_split = (n_tiles + p.splits - 1) / p.splits;
-  r.t0 = split * per_split;
-  r.n = max(0, min(n_tiles, r.t0 + per_split) - r.t0);  // may be 0 for a trailing split
+  r.t0 = 0;
+  r.n = n_tiles;
   // First tile with a key some row of the tile must not see (causal) or past Skv: tiles before it
   // skip the mask.
   r.mask_from = min(p.causal ? (qmin + diag + 1) / C::BN : INT_MAX, p.Skv / C::BN);
@@ -319,7 +316,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
   }
   __syncthreads();
 
-  // Non-persistent grid (m tiles, B*Hkv, splits): m varies fastest, so the CTAs resident at one
+  // Non-persistent grid (m tiles, B*Hkv): m varies fastest, so the CTAs resident at one
   // time share the K/V of a few heads in L2.
   const int wg = threadIdx.x / 128;
   if constexpr (C::kWS) {
@@ -332,16 +329,15 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
         int it = 0, items = 0;  // ring position and items done, continued across items
         int w = blockIdx.x;
         while (true) {
-          int bh, m_blk, split;
+          int bh, m_blk;
           if constexpr (C::kPersistent) {
             if (w >= p.work) break;
             persistent_item(p, w, bh, m_blk);
-            split = 0;
           } else {
-            bh = blockIdx.y, m_blk = blockIdx.x, split = blockIdx.z;
+            bh = blockIdx.y, m_blk = blockIdx.x;
           }
-          const TileRange tr = tile_range<C>(p, m_blk, split);
-          if (tr.n > 0) {  // (always, when persistent: one split, every row sees key 0)
+          const TileRange tr = tile_range<C>(p, m_blk);
+          if (tr.n > 0) {  // (always: every row sees key 0)
             if constexpr (C::kPersistent) {
               // sQ and the item slot are reused: wait until every consumer warp has retired its
               // last S = QK^T of the previous item (it has read the slot long before).
@@ -392,17 +388,16 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
   int it = 0, items = 0;  // ring position / items done (the producer counts the same way)
 
   while (true) {
-    int bh, m_blk, split;
+    int bh, m_blk;
     if constexpr (C::kPersistent) {
       mbar_wait(q_full, items & 1);
       const int w = *item_slot;
       if (w < 0) break;
       persistent_item(p, w, bh, m_blk);
-      split = 0;
     } else {
-      bh = blockIdx.y, m_blk = blockIdx.x, split = blockIdx.z;
+      bh = blockIdx.y, m_blk = blockIdx.x;
     }
-    const TileRange tr = tile_range<C>(p, m_blk, split);
+    const TileRange tr = tile_range<C>(p, m_blk);
     const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
 
     // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before
@@ -576,56 +571,17 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
     for (int h = 0; h < 2; ++h) {
       if (grow[h] >= p.rows) continue;  // padding rows of the last tile (TMA read zeros)
       const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-      if (p.splits == 1) {
-        __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
+      __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
 #pragma unroll
-        for (int j = 0; j < C::D / 8; ++j)
-          *reinterpret_cast<uint32_t*>(orow + 8 * j + col0) =
-              pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-      } else {
-        const size_t prow = (size_t(split) * p.BH + bh) * p.rows + grow[h];
-        float* orow = p.Opart + prow * C::D;
-#pragma unroll
-        for (int j = 0; j < C::D / 8; ++j)
-          *reinterpret_cast<float2*>(orow + 8 * j + col0) =
-              make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-        if ((lane & 3) == 0)
-          p.Lpart[prow] = l_run[h] > 0.f ? m_run[h] * p.scale_log2 + log2f(l_run[h]) : -INFINITY;
-      }
+      for (int j = 0; j < C::D / 8; ++j)
+        *reinterpret_cast<uint32_t*>(orow + 8 * j + col0) =
+            pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
     }
     it += n;
     ++items;
     if constexpr (!C::kPersistent) break;
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
-}
-
-// Split-KV combine: one warp per packed row; O = sum_s 2^(L_s - Lmax) O_s / sum_s 2^(L_s - Lmax).
-template <int D>
-__global__ void __launch_bounds__(128) fa_combine(const float* __restrict__ Opart,
-                                                  const float* __restrict__ Lpart,
-                                                  __nv_bfloat16* __restrict__ O, int total_rows,
-                                                  int splits) {
-  const int row = blockIdx.x * 4 + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= total_rows) return;
-  constexpr int E = D / 32;  // elements per lane: 4 (D=128) or 2 (D=64)
-  float lmax = -INFINITY;
-  for (int s = 0; s < splits; ++s) lmax = fmaxf(lmax, Lpart[size_t(s) * total_rows + row]);
-  float acc[E] = {}, wsum = 0.f;
-  for (int s = 0; s < splits; ++s) {
-    const float L = Lpart[size_t(s) * total_rows + row];
-    if (L == -INFINITY) continue;  // a split that saw no visible key for this row
-    const float w = exp2f(L - lmax);
-    wsum += w;
-    const float* src = Opart + (size_t(s) * total_rows + row) * D + lane * E;
-#pragma unroll
-    for (int e = 0; e < E; ++e) acc[e] += w * src[e];
-  }
-  const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-  __nv_bfloat16* dst = O + size_t(row) * D + lane * E;
-#pragma unroll
-  for (int e = 0; e < E; e += 2)
-    *reinterpret_cast<__nv_bfloat162*>(dst + e) = __floats2bfloat162_rn(acc[e] * inv, acc[e + 1] * inv);
 }
 
 // ------------------------------------------------------------------------------------------ host
@@ -642,15 +598,8 @@ inline std::string common_supports(const AttentionArgs& a, const DeviceInfo& d, 
   return "";
 }
 
-// Bytes of split-KV scratch for `splits` partials.
-inline size_t split_bytes(const AttentionArgs& a, int splits) {
-  const size_t rows = size_t(a.Hq / a.Hkv) * a.Sq, bh = size_t(a.B) * a.Hkv;
-  return size_t(splits) * bh * rows * (a.D + 1) * sizeof(float);
-}
-
 template <class C>
-void launch(const AttentionArgs& a, cudaStream_t stream, bool allow_split) {
-  if (C::kPersistent) allow_split = false;  // the persistent item loop covers whole KV ranges
+void launch(const AttentionArgs& a, cudaStream_t stream) {
   const DeviceInfo& dev = device_info();
   const int G = a.Hq / a.Hkv;
   Params p{};
@@ -676,34 +625,9 @@ void launch(const AttentionArgs& a, cudaStream_t stream, bool allow_split) {
     p.tmV = make_tensor_map(a.V, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dk, sk, bk,
                             CU_TENSOR_MAP_SWIZZLE_128B);
   }
-  // Split-KV (decode): enough CTAs for one wave (the decode config's 144 KB of shared memory
-  // allows one CTA per SM; equal splits then finish together), each still >= 4 KV tiles, and only
-  // as many partials as the caller's workspace holds.
-  int splits = 1;
-  if (allow_split) {
-    const int kv_tiles = (a.Skv + C::BN - 1) / C::BN;
-    const long long ctas = (long long)p.BH * p.m_tiles;
-    // floor, not ceil: 64 CTAs on 132 SMs -> 2 splits (128 CTAs, one wave), not 3 (two waves).
-    int want = int(std::min<long long>(dev.sms / ctas, (kv_tiles + 3) / 4));
-    want = std::max(1, std::min(want, 128));
-    const size_t per = split_bytes(a, 1);
-    const int fit = per ? int(std::min<size_t>(a.workspace ? a.workspace_bytes / per : 0, 128)) : 0;
-    splits = std::min(want, fit);
-    if (splits > 1) {  // no empty trailing splits
-      const int per_split = (kv_tiles + splits - 1) / splits;
-      splits = (kv_tiles + per_split - 1) / per_split;
-    }
-    if (splits < 2) splits = 1;
-  }
-  p.splits = splits;
-  if (splits > 1) {
-    const size_t o_elems = size_t(splits) * p.BH * p.rows * C::D;
-    p.Opart = static_cast<float*>(a.workspace);
-    p.Lpart = p.Opart + o_elems;
-  }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
   attention_smem_optin(reinterpret_cast<const void*>(fa_kernel<C>), C::kSmemBytes);
-  dim3 grid(p.m_tiles, p.BH, splits);
+  dim3 grid(p.m_tiles, p.BH, 1);
   if constexpr (C::kPersistent) {
     // One CTA per SM (the shared memory allows no second one); items m_tiles * BH, heads grouped
     // so that a group's K and V (Skv * D * 2 B * 2) fit in kL2MB MB of L2.
@@ -715,11 +639,6 @@ void launch(const AttentionArgs& a, cudaStream_t stream, bool allow_split) {
   }
   fa_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();
-  if (splits > 1) {
-    const int total = p.BH * p.rows;
-    fa_combine<C::D><<<(total + 3) / 4, 128, 0, stream>>>(p.Opart, p.Lpart, a.O, total, splits);
-    KL_CHECK_LAUNCH();
-  }
 }
 
 }  // namespace hattn

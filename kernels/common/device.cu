@@ -1,6 +1,7 @@
 // kernels/common/device.cu — DeviceInfo queries (see device.h).
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "check.h"
 #include "device.h"
@@ -74,6 +75,19 @@ bool has_sm90a_code() {
   KL_CHECK(cudaFree(p));
   cached = v;
   return v == 1;
+}
+
+int resident_blocks_per_sm(const void* kernel, int threads, size_t smem_bytes) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t, int>, int> cache;
+  const auto key = std::make_tuple(kernel, threads, smem_bytes, device_info().id);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int n = 0;
+  KL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes));
+  cache.emplace(key, n);
+  return n;
 }
 
 std::string require_sm90a(const DeviceInfo& d) {

@@ -42,4 +42,11 @@ bool has_sm90a_code();
 // The common supports() answer for Hopper-only rungs: "" when it can run, else the reason.
 std::string require_sm90a(const DeviceInfo& d);
 
+// Resident blocks per SM of `kernel` launched with `threads` threads and `smem_bytes` of dynamic
+// shared memory on the current device (cudaOccupancyMaxActiveBlocksPerMultiprocessor), queried once
+// per (kernel, threads, smem, device) and cached: a launcher that sizes a persistent grid with it
+// makes no runtime query per launch (cheap, graph-capturable). Above 48 KB the caller must already
+// have opted the kernel into `smem_bytes` (cudaFuncSetAttribute). 0 when no block fits.
+int resident_blocks_per_sm(const void* kernel, int threads, size_t smem_bytes);
+
 }  // namespace kl

@@ -60,18 +60,6 @@ __device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta) 
       "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(hp_smem_u32(bar)), "r"(cta)
       : "memory");
 }
-// griddepcontrol (programmatic dependent launch, sm_90): launch_dependents lets the next grid in
-// the stream (launched with cudaLaunchAttributeProgrammaticStreamSerialization) start its CTAs
-// once every CTA of this grid has issued it or exited; wait blocks the calling thread until every
-// prerequisite grid has completed and its memory is visible. Data not produced by the previous
-// kernel (weights) may be read before wait; anything it may produce or read (activations, C)
-// only after.
-__device__ __forceinline__ void griddep_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-__device__ __forceinline__ void griddep_wait() {
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-}
 // Arrive (count 1) and add `bytes` to the transaction count the current phase waits for.
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(hp_smem_u32(bar)),

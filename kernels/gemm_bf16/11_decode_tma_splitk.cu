@@ -82,6 +82,7 @@
 #include <vector>
 
 #include "common/mma.cuh"
+#include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
@@ -179,7 +180,7 @@ __global__ void __launch_bounds__(THREADS, 2)
 
   // Let the next kernel in the stream (if launched with programmatic serialization) place its
   // CTAs as soon as SM room frees up; it waits for our completion before touching its A and C.
-  griddep_launch_dependents();
+  pdl_trigger();
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       const int nk = kb1 - kb0;
       const int pre = nk < stages ? nk : stages;
       for (int j = stages; j < nk && j < stages + pfx; ++j) tma_prefetch_l2_2d(&tmW, (kb0 + j) * kBK, n0);
-      if (nk == 0) griddep_wait();
+      if (nk == 0) pdl_wait();
       for (int it = 0; it < nk; ++it) {
         const int s = it % stages, r = it / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // fresh barrier: parity 1 passes at once
@@ -213,7 +214,7 @@ __global__ void __launch_bounds__(THREADS, 2)
         if (pfx > 0 && it >= pre && it + pfx < nk) tma_prefetch_l2_2d(&tmW, (kb0 + it + pfx) * kBK, n0);
         if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
         if (it == pre - 1) {
-          griddep_wait();
+          pdl_wait();
           for (int j = 0; j < pre; ++j)
             tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
         }
@@ -346,7 +347,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       }
     }
   }
-  griddep_wait();  // C may be read/written by the previous kernel: touch it only after it is done
+  pdl_wait();  // C may be read/written by the previous kernel: touch it only after it is done
   cluster_sync();  // all S partials written and visible cluster-wide
 
   // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
@@ -559,8 +560,7 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
   // finishes (the kernel waits with griddepcontrol.wait before touching A or C).
   // Only on a created stream: the legacy default stream keeps its implicit synchronization.
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  attr[1] = pdl_attribute();
   cfg.attrs = attr;
   cfg.numAttrs = s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread ? 2 : 1;
   KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx));

@@ -19,7 +19,7 @@
 //   each waited on before its store (04 batches them); the persistent grid gives each block
 //   31 or 32 rows (a ~3% tail). Kept as a measured negative; `auto` never picks it (its domain
 //   lies inside rung 07's).
-#include <atomic>
+#include <algorithm>
 
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
@@ -95,15 +95,10 @@ template <DType D, int V>
 void launch_v(const RmsnormArgs& a, const RowRegsConfig& cfg, cudaStream_t s) {
   using T = typename Elem<D>::T;
   const int threads = cfg.group * cfg.rows_per_block;
-  // Resident blocks per SM for this block size, queried once per (kernel, block size): a host
-  // call per launch would stall the launch stream of short kernels.
-  static std::atomic<int> occ_cache[kMaxThreads / 32 + 1];
-  int occ = occ_cache[threads / 32].load(std::memory_order_relaxed);
-  if (occ <= 0) {
-    KL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, prefetch_kernel<D, V>, threads, 0));
-    occ = occ > 0 ? occ : 1;
-    occ_cache[threads / 32].store(occ, std::memory_order_relaxed);
-  }
+  // Resident blocks per SM for this block size, cached by the common helper: a runtime query per
+  // launch would stall the launch stream of short kernels.
+  const int occ =
+      std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(prefetch_kernel<D, V>), threads, 0));
   const long long want = (static_cast<long long>(a.rows) + cfg.rows_per_block - 1) /
                          cfg.rows_per_block;
   const long long resident = static_cast<long long>(occ) * device_info().sms;

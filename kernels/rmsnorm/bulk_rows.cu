@@ -213,17 +213,10 @@ void launch_t(const BulkParams& p, const BulkConfig& cfg, cudaStream_t s) {
                                   static_cast<int>(cudaSharedmemCarveoutMaxShared)));
     set_to.store(cfg.smem, std::memory_order_relaxed);
   }
-  // Resident blocks per SM at this shared-memory size (queried when the size changes): a
-  // persistent grid larger than what is resident would run its last blocks as a second wave.
-  static std::atomic<long long> occ_key{-1};
-  static std::atomic<int> occ_val{0};
-  int occ = occ_val.load(std::memory_order_relaxed);
-  if (occ_key.load(std::memory_order_relaxed) != cfg.smem) {
-    KL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, kThreads,
-                                                           static_cast<size_t>(cfg.smem)));
-    occ_val.store(occ, std::memory_order_relaxed);
-    occ_key.store(cfg.smem, std::memory_order_relaxed);
-  }
+  // Resident blocks per SM at this shared-memory size (cached per size): a persistent grid larger
+  // than what is resident would run its last blocks as a second wave.
+  const int occ = resident_blocks_per_sm(reinterpret_cast<const void*>(k), kThreads,
+                                         static_cast<size_t>(cfg.smem));
   KL_REQUIRE(occ >= 1, "bulk_rows: no block fits with " << cfg.smem << " bytes of shared memory");
   long long blocks = cfg.blocks;
   const long long resident = static_cast<long long>(occ) * device_info().sms;

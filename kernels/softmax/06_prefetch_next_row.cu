@@ -19,7 +19,7 @@
 //   rows per SM, and a resident row is exactly what keeps loads in flight, so it loses more
 //   in-flight bytes than the prefetch adds. Kept as a measured negative result; never picked
 //   by auto
-#include <atomic>
+#include <algorithm>
 
 #include "softmax_impl.cuh"
 
@@ -54,20 +54,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// Resident blocks per SM for this instantiation at `threads` (a multiple of 32 <= 512); queried
-// once per (instantiation, block size) and cached, so a launch is only the kernel (capturable).
+// Resident blocks per SM for this instantiation at `threads` (cached by the common helper, so a
+// launch is only the kernel: capturable); at least 1.
 template <DType D, int N, int VEC>
 int resident_blocks(int threads) {
-  static std::atomic<int> cache[kMaxThreads / 32 + 1];  // zero-initialized (static storage)
-  std::atomic<int>& slot = cache[threads / 32];
-  int b = slot.load(std::memory_order_relaxed);
-  if (b == 0) {
-    KL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, softmax_prefetch<D, N, VEC>,
-                                                           threads, 0));
-    b = b > 0 ? b : 1;
-    slot.store(b, std::memory_order_relaxed);
-  }
-  return b;
+  return std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(softmax_prefetch<D, N, VEC>),
+                                            threads, 0));
 }
 
 template <DType D, int VEC>

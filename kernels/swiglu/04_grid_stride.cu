@@ -28,15 +28,10 @@ __global__ void __launch_bounds__(kThreads)
   swiglu_tail<D>(g, u, y, n);
 }
 
-// Resident blocks per SM for this kernel (queried once per dtype; pure query, capturable).
+// Resident blocks per SM for this kernel (cached by the common helper; capturable), at least 1.
 template <DType D>
 int blocks_per_sm() {
-  static const int b = [] {
-    int v = 0;
-    KL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, swiglu_persistent<D>, kThreads, 0));
-    return std::max(v, 1);
-  }();
-  return b;
+  return std::max(resident_blocks_per_sm(reinterpret_cast<const void*>(swiglu_persistent<D>), kThreads, 0), 1);
 }
 
 template <DType D>

@@ -1,0 +1,35 @@
+// kernels/common/pdl.cuh — programmatic dependent launch (PDL, sm_90 and newer), shared by every
+// kernel that uses it (attention decode and combine, the bf16 decode GEMM).
+//
+// A grid launched with pdl_attribute() may start its CTAs while the previous grid of the stream
+// drains: once every CTA of that grid has called pdl_trigger() (or exited). pdl_wait() blocks the
+// calling thread until every prerequisite grid has completed and its memory is visible. Data the
+// previous kernel does not produce (weights) may be read before pdl_wait(); anything it may produce
+// or read (activations, partials, the output) only after. Below sm_90 both are no-ops, and a
+// launch without the attribute makes pdl_wait() return at once (stream order already holds).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace kl {
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// The launch attribute that makes a cudaLaunchKernelEx launch programmatic-dependent.
+inline cudaLaunchAttribute pdl_attribute() {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
+}  // namespace kl
