@@ -18,6 +18,7 @@
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/reference.h"
+#include "kernels/common/parallel.h"
 
 namespace kl::bench {
 
@@ -53,8 +54,16 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   AttentionCheck c;
   const long long total = static_cast<long long>(a.B) * a.Hq * a.Sq;
   const int D = a.D, G = a.Hq / a.Hkv;
-  c.all_rows = total <= all_rows_below;
-  c.rows = attention_sample_rows(a, c.all_rows ? static_cast<int>(total) : max_rows, seed);
+  // The host cost is the K/V heads downloaded (64 MB per head at Skv = 131072) and the rows x Skv
+  // double dot products. Every row when the problem is small in both; on a large cache (decode at
+  // B = 8, Hkv = 32, Skv = 131072 read 256 heads, 16 GB, and took tens of seconds) the sample stays
+  // within kMaxHeads KV heads: G * Sq rows each, so 8 rows at G = 1, Sq = 1.
+  constexpr int kMaxHeads = 8;
+  const bool small_kv = static_cast<double>(a.B) * a.Hkv * a.Skv * D <= static_cast<double>(1 << 25);
+  c.all_rows = total <= all_rows_below && small_kv;
+  if (!small_kv)
+    max_rows = static_cast<int>(std::min<long long>(max_rows, static_cast<long long>(kMaxHeads) * G * a.Sq));
+  c.rows = attention_sample_rows(a, c.all_rows ? static_cast<int>(total) : max_rows, seed, kMaxHeads);
   std::vector<float> Qall;
   if (c.all_rows) Qall = download_as_float(a.Q, static_cast<size_t>(total) * D, DType::bf16);
   c.ref.resize(c.rows.size() * D);
@@ -69,21 +78,27 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
     const std::vector<float> K = download_as_float(a.K + h.first * n, n, DType::bf16);
     const std::vector<float> V = download_as_float(a.V + h.first * n, n, DType::bf16);
     for (float v : V) vmax = std::max(vmax, static_cast<double>(std::fabs(v)));
-    for (size_t k : h.second) {
-      const auto& r = c.rows[k];
-      const long long row = attention_row_index(a, r);
-      std::vector<float> q;
-      const float* qp;
+    // The Q rows first (device copies stay on this thread), then the rows in parallel: each
+    // writes only its own slot of c.ref, so the result does not depend on the thread count.
+    const std::vector<size_t>& ks = h.second;
+    std::vector<float> q(ks.size() * D);
+    for (size_t j = 0; j < ks.size(); ++j) {
+      const long long row = attention_row_index(a, c.rows[ks[j]]);
       if (c.all_rows) {
-        qp = &Qall[static_cast<size_t>(row) * D];
+        std::copy_n(&Qall[static_cast<size_t>(row) * D], D, &q[j * D]);
       } else {
-        q = download_as_float(a.Q + row * D, D, DType::bf16);
-        qp = q.data();
+        const std::vector<float> qr = download_as_float(a.Q + row * D, D, DType::bf16);
+        std::copy(qr.begin(), qr.end(), &q[j * D]);
       }
-      attention_reference_row(qp, K.data(), V.data(),
-                              attention_visible_keys(r.i, a.Sq, a.Skv, a.causal), D, scale,
-                              &c.ref[k * D]);
     }
+    parallel_for(static_cast<long long>(ks.size()), [&](long long b, long long e) {
+      for (long long j = b; j < e; ++j) {
+        const auto& r = c.rows[ks[j]];
+        attention_reference_row(&q[j * D], K.data(), V.data(),
+                                attention_visible_keys(r.i, a.Sq, a.Skv, a.causal), D, scale,
+                                &c.ref[ks[j] * D]);
+      }
+    }, /*serial_below=*/2);
   }
   double ss = 0;
   for (double v : c.ref) ss += v * v;

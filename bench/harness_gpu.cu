@@ -257,8 +257,12 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
     KL_REQUIRE(s != nullptr, "graph timing needs a created stream (kl::bench::Stream)");
     cudaGraph_t g;
     cudaGraphExec_t ge;
+    // The graph only has to amortize launch gaps: enough launches for ~20 ms of GPU work (all
+    // o.iters of them for a microsecond-scale kernel, as few as 5 for a millisecond-scale one) keeps
+    // six replays of a slow row from costing seconds.
+    const int ng = std::min(n, std::max(5, static_cast<int>(20.0 / std::max(t.median_ms, 1e-3))));
     KL_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-    for (int i = 0; i < n; ++i) launch(idx++);
+    for (int i = 0; i < ng; ++i) launch(idx++);
     KL_CHECK(cudaStreamEndCapture(s, &g));
     KL_CHECK(cudaGraphInstantiate(&ge, g, 0));
     KL_CHECK(cudaGraphLaunch(ge, s));  // warm replay
@@ -274,7 +278,7 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
       KL_CHECK(cudaEventSynchronize(b));
       float x = 0;
       KL_CHECK(cudaEventElapsedTime(&x, a, b));
-      reps.push_back(x / n);
+      reps.push_back(x / ng);
     }
     std::sort(reps.begin(), reps.end());
     t.graph_ms = reps[reps.size() / 2];
