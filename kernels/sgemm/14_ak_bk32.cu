@@ -18,4 +18,24 @@ namespace kl::sgemm_detail {
 std::string supports_14(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<32>(a, d); }
 void launch_14(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<32>(a, s); }
 
+namespace {
+template <int BK, int S, int KQU>
+std::string supports_x(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<BK, S>(a, d); }
+template <int BK, int S, int KQU>
+void launch_x(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<BK, S, KQU>(a, s); }
+}  // namespace
+
+void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t) {
+  t.push_back({90, "x14_kq1", "experiment: rung 14, k-step loop not unrolled", supports_x<32, 3, 1>,
+               launch_x<32, 3, 1>});
+  t.push_back({91, "x14_kq2", "experiment: rung 14, k-step loop unrolled by 2", supports_x<32, 3, 2>,
+               launch_x<32, 3, 2>});
+  t.push_back({92, "x14_s2", "experiment: rung 14 with a 2-stage ring", supports_x<32, 2, 8>,
+               launch_x<32, 2, 8>});
+  t.push_back({93, "x_bk64_s2_kq2", "experiment: 64-deep k-tiles, 2 stages, unroll 2",
+               supports_x<64, 2, 2>, launch_x<64, 2, 2>});
+  t.push_back({94, "x_bk64_s2_kq4", "experiment: 64-deep k-tiles, 2 stages, unroll 4",
+               supports_x<64, 2, 4>, launch_x<64, 2, 4>});
+}
+
 }  // namespace kl::sgemm_detail

@@ -7,7 +7,7 @@
 
 namespace kl::sgemm_detail::ak {
 
-constexpr int BM = 256, BN = 128, S = 3;
+constexpr int BM = 256, BN = 128;
 constexpr int WM = 64, WN = 64;
 constexpr int kWarpsN = BN / WN;                      // 2 (4 x 2 warps)
 constexpr int kThreads = 256;
@@ -15,7 +15,9 @@ constexpr int TM = 16, TN = 8;
 constexpr int kGroupRaster = 8;
 static_assert((BM / WM) * kWarpsN * 32 == kThreads && WM == 4 * TM && WN == 8 * TN, "warps");
 
-template <int BK>
+// BK: k-tile depth; S: ring stages; KQU: unroll factor of the loop over a tile's 4-deep k-steps
+// (kQuads of them; the default KQU = kQuads unrolls it fully).
+template <int BK, int S = 3>
 struct AkCfg {
   static constexpr int kQuads = BK / 4;                       // 16-byte quads per A row
   static constexpr int kRowsPerPass = kThreads / kQuads;      // rows one pass of copies covers
@@ -30,11 +32,11 @@ struct AkCfg {
   static_assert(kLoadsA * kThreads == BM * kQuads && kLoadsB * kThreads * 4 == BK * BN, "slots");
 };
 
-template <int BK>
+template <int BK, int S, int KQU>
 __global__ void __launch_bounds__(kThreads, 1)
     sgemm_ak_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, int M, int N, int K) {
-  using Cf = AkCfg<BK>;
+  using Cf = AkCfg<BK, S>;
   constexpr int kQuads = Cf::kQuads, kLoadsA = Cf::kLoadsA, kLoadsB = Cf::kLoadsB;
   constexpr int kStageFloats = Cf::kStageFloats, kRows = Cf::kRowsPerPass;
   extern __shared__ __align__(16) float smem[];  // S x { As[BM][BK] (quad-swizzled), Bs[BK][BN] }
@@ -107,7 +109,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_commit();
     const float* As = smem + st * kStageFloats;
     const float* Bs = As + BM * BK;
-#pragma unroll
+#pragma unroll(KQU)
     for (int kq = 0; kq < kQuads; ++kq) {
       float rb[4][TN];  // B fragments of k = 4 kq .. 4 kq + 3
 #pragma unroll
@@ -148,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int BK>
+template <int BK, int S = 3>
 std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
@@ -157,22 +159,22 @@ std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
   if (!aligned(a.A, 16) || !aligned(a.B, 16) || !aligned(a.C, 16))
     return "needs 16-byte aligned A, B and C (cp.async / float4; rung 08 takes any pointer)";
   if (ceil_div(a.M, BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
-  if (d.smem_optin > 0 && AkCfg<BK>::kSmemBytes > d.smem_optin)
+  if (d.smem_optin > 0 && AkCfg<BK, S>::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";
   return "";
 }
 
-template <int BK>
+template <int BK, int S = 3, int KQU = BK / 4>
 void launch_ak(const SgemmArgs& a, cudaStream_t s) {
-  constexpr int smem = AkCfg<BK>::kSmemBytes;
+  constexpr int smem = AkCfg<BK, S>::kSmemBytes;
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  smem));
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)opted;
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_ak_kernel<BK><<<blocks, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  sgemm_ak_kernel<BK, S, KQU><<<blocks, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 }  // namespace kl::sgemm_detail::ak

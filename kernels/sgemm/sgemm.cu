@@ -1,4 +1,5 @@
 // kernels/sgemm/sgemm.cu — the sgemm rung table (written once, here) and the entry point.
+#include <cstdlib>
 #include <sstream>
 
 #include "sgemm.h"
@@ -9,7 +10,8 @@ namespace kl {
 using namespace sgemm_detail;
 
 const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
-  static const std::vector<Rung<SgemmArgs>> table = {
+  static const std::vector<Rung<SgemmArgs>> table = [] {
+    std::vector<Rung<SgemmArgs>> t = {
       {0, "naive", "one thread per C element, lanes walk M (uncoalesced A and C)", supports_00,
        launch_00},
       {1, "coalesced", "lanes walk N: B loads and C stores coalesced, A broadcast", supports_01,
@@ -47,7 +49,10 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
        supports_13, launch_13},
       {14, "ak_bk32", "32-deep k-tiles for rung 13's kernel (one barrier per 4,096 FMAs per thread)",
        supports_14, launch_14},
-  };
+    };
+    if (const char* e = std::getenv("KL_SGEMM_EXP"); e && *e == '1') append_ak_experiments(t);
+    return t;
+  }();
   return table;
 }
 
