@@ -108,8 +108,8 @@ TEST(SgemmRefusals, SupportsSaysWhy) {
     EXPECT_NE(t[r].supports(fake(67, 129, 32), d).find("N % 4"), std::string::npos);
     EXPECT_NE(t[r].supports(fake(64, 128, 31), d).find("K % 4"), std::string::npos);
   }
-  // Rungs 13, 14: 16-byte copies of A as well: A must be aligned too.
-  for (int r = 13; r <= 14; ++r) {
+  // Rungs 13-15: 16-byte copies of A as well: A must be aligned too.
+  for (int r = 13; r <= 15; ++r) {
     EXPECT_EQ(t[r].supports(fake(300, 260, 36), d), "");
     EXPECT_NE(t[r].supports(fake(300, 260, 36, 4), d).find("aligned"), std::string::npos);
   }
@@ -135,11 +135,11 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   const auto d = fake_h200();
   const auto* big = kl::sgemm_pick(fake(4096, 4096, 4096), d);
   ASSERT_NE(big, nullptr);
-  EXPECT_EQ(big->number, 14);  // two waves or more of 256x128 tiles: the 32-deep k-tiles
+  EXPECT_EQ(big->number, 15);  // two waves or more of 256x128 tiles: 2 stages of 64-deep k-tiles
   const auto* huge = kl::sgemm_pick(fake(8192, 8192, 8192), d);
   ASSERT_NE(huge, nullptr);
-  EXPECT_EQ(huge->number, 14);
-  // Rungs 14 and 09 need a 16-byte aligned A; rung 12 copies A 4 bytes at a time: a misaligned A
+  EXPECT_EQ(huge->number, 15);
+  // Rungs 15, 14 and 09 need a 16-byte aligned A; rung 12 copies A 4 bytes at a time: a misaligned A
   // alone takes it instead of 08.
   const auto* big_misaligned = kl::sgemm_pick(fake(4096, 4096, 4096, 4), d);
   ASSERT_NE(big_misaligned, nullptr);

@@ -189,7 +189,7 @@ TEST(SgemmGpu, RefusesWithoutLaunching) {
 
 TEST(SgemmGpu, TopRungsDeterministic) {
   KL_REQUIRE_GPU();
-  for (int r : {8, 9, 10, 11, 12, 13, 14}) {
+  for (int r : {8, 9, 10, 11, 12, 13, 14, 15}) {
     Problem p({300, 260, 136}, 21);
     kl::launch_checked(kl::sgemm_rungs()[r], p.args(), nullptr);
     std::vector<float> c1 = p.result();

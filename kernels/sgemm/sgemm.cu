@@ -49,6 +49,10 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
        supports_13, launch_13},
       {14, "ak_bk32", "32-deep k-tiles for rung 13's kernel (one barrier per 4,096 FMAs per thread)",
        supports_14, launch_14},
+      {15, "bk64_two_stage",
+       "2 stages of 64-deep k-tiles instead of 3 of 32 (one barrier per 8,192 FMAs per thread), "
+       "k-steps unrolled by 4",
+       supports_15, launch_15},
     };
     if (const char* e = std::getenv("KL_SGEMM_EXP"); e && *e == '1') append_ak_experiments(t);
     return t;
@@ -82,13 +86,14 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
     if (const auto* r = usable(11)) return r;
     if (const auto* r = usable(7)) return r;
   }
-  // Large shapes. With two waves of 256x128 tiles or more, rung 14's
-  // 32-deep k-tiles led every shape of the final run (results/h200/sgemm.jsonl, 2026-11-29: 46.5 vs
-  // 09's 45.9 TFLOP/s at 4096^3, 47.1 vs 46.2 at 8192^3, 46.0 vs 45.1 at 4096x11008x4096, 46.7 vs
-  // 46.0 at 4096x4096x11008); at 2048^3 (one wave) 09 led (44.9 vs 44.1). Then the lean ring (12:
-  // A may be misaligned), else 08 (any shape and alignment).
+  // Large shapes. With two waves of 256x128 tiles or more, rung 15 (2 stages of 64-deep k-tiles):
+  // +2.4 to +3.2% over 14 on the four large shapes (docs/sgemm.md, log), and 14 led every large
+  // shape of 14647d0's final run (46.5 vs 09's 45.9 TFLOP/s at 4096^3, 47.1 vs 46.2 at 8192^3);
+  // at 2048^3 (one wave) 09 led (44.9 vs 44.1 for 14). Then the lean ring (12: A may be
+  // misaligned), else 08 (any shape and alignment).
   if (tiles256 >= 2LL * d.sms)  // two waves or more of 256x128 tiles
-    if (const auto* r = usable(14)) return r;
+    for (int n : {15, 14})
+      if (const auto* r = usable(n)) return r;
   for (int n : {9, 12, 8})
     if (const auto* r = usable(n)) return r;
   return best_supported(t, a, d);

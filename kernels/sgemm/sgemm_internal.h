@@ -26,9 +26,10 @@ KL_SGEMM_DECLARE_RUNG(11)
 KL_SGEMM_DECLARE_RUNG(12)
 KL_SGEMM_DECLARE_RUNG(13)
 KL_SGEMM_DECLARE_RUNG(14)
+KL_SGEMM_DECLARE_RUNG(15)
 #undef KL_SGEMM_DECLARE_RUNG
 // Experiment rows 90+ (only with KL_SGEMM_EXP=1 in the environment; never in the default table):
-// rung 14's kernel with other (k-tile depth, stages, k-step unroll) settings (14_ak_bk32.cu).
+// rungs 14/15's kernel with other (k-tile depth, stages, k-step unroll) settings (14_ak_bk32.cu).
 void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t);
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
