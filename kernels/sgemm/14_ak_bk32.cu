@@ -34,9 +34,9 @@ void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t) {
                launch_x<32, 2, 8>});
   t.push_back({93, "x_bk64_s2_kq2", "experiment: 64-deep k-tiles, 2 stages, unroll 2",
                supports_x<64, 2, 2>, launch_x<64, 2, 2>});
-  // (94 = 64-deep, 2 stages, unroll 4 became rung 15.)
-  t.push_back({95, "x_bk64_s2_kq8", "experiment: rung 15 unrolled by 8", supports_x<64, 2, 8>,
-               launch_x<64, 2, 8>});
+  t.push_back({94, "x_bk64_s2_kq4", "experiment: rung 15 unrolled by 4", supports_x<64, 2, 4>,
+               launch_x<64, 2, 4>});
+  // (95 = 64-deep, 2 stages, unroll 8 became rung 15.)
   t.push_back({96, "x_bk64_s2_kq16", "experiment: rung 15 fully unrolled", supports_x<64, 2, 16>,
                launch_x<64, 2, 16>});
   t.push_back({97, "x14_s2_kq4", "experiment: rung 14, 2 stages, unroll 4", supports_x<32, 2, 4>,
