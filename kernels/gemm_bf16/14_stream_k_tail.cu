@@ -67,8 +67,7 @@ constexpr int CONSUMER_WARPS = 8, CONSUMERS = 32 * CONSUMER_WARPS;  // 256 consu
 constexpr int A_BYTES = BM * BK * 2;  // 16 KB
 constexpr int B_BYTES = BN * BK * 2;  // 32 KB
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int C_SUB = 64 * 64 * 2;    // one 64x64 bf16 store box, 8 KB, 128B-swizzled
-constexpr int C_BYTES = 2 * C_SUB;    // 64 x 128 (half the warpgroup's block) at a time
+constexpr int C_BYTES = 2 * kCSub;    // 64 x 128 (half the warpgroup's block) at a time
 constexpr size_t SMEM = 1024 + STAGES * STAGE_BYTES + 2 * C_BYTES + 2 * STAGES * 8;
 constexpr int VEC = BN / 2 / 4;       // float4s of accumulators per consumer thread (32)
 constexpr int FIX_BATCH = 16;         // partial float4 loads in flight per thread in the fixup
@@ -176,7 +175,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
   } else {
     setmaxnreg_inc<232>();
-    const int cw = wg - 1, t128 = tid % 128, ct = tid - 128, warp = t128 / 32, lane = tid % 32;
+    const int cw = wg - 1, t128 = tid % 128, ct = tid - 128, lane = tid % 32;
     uint8_t* myC = sC + cw * C_BYTES;
     float acc[BN / 2];
     WorkIter w(s);
@@ -249,38 +248,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
 
-      // ---- epilogue (rung 12's): two halves of 64 x 128, stmatrix -> swizzled smem -> TMA store.
-      const int m = lane / 8;
-      const int row = warp * 16 + (m & 1) * 8 + (lane % 8);  // 0..63 within the warpgroup block
-      const int r0 = tm * BM + cw * 64;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (t128 == 0) tma_store_wait_read<0>();  // previous stores done READING myC
-        named_barrier_sync(1 + cw, 128);
-#pragma unroll
-        for (int j2 = h * (BN / 32); j2 < (h + 1) * (BN / 32); ++j2) {
-          const int j = 2 * j2;
-          const int col = 8 * (j + (m >> 1)) - h * 128;  // 0..127 within the half
-          const int box = col / 64, chunk = (col % 64) / 8;
-          uint8_t* p = myC + box * C_SUB + row * 128 + ((chunk ^ (row & 7)) << 4);  // 128B swizzle
-          stmatrix_x4(p, pack_bf16x2_hp(acc[4 * j + 0], acc[4 * j + 1]),
-                      pack_bf16x2_hp(acc[4 * j + 2], acc[4 * j + 3]),
-                      pack_bf16x2_hp(acc[4 * j + 4], acc[4 * j + 5]),
-                      pack_bf16x2_hp(acc[4 * j + 6], acc[4 * j + 7]));
-        }
-        fence_proxy_async_smem();  // generic smem writes -> visible to the TMA (async proxy)
-        named_barrier_sync(1 + cw, 128);
-        if (t128 == 0) {
-          if (r0 < M) {
-#pragma unroll
-            for (int b = 0; b < 2; ++b) {
-              const int c0 = tn * BN + h * 128 + b * 64;
-              if (c0 < N) tma_store_2d(&tmC, myC + b * C_SUB, c0, r0);
-            }
-          }
-          tma_store_commit();
-        }
-      }
+      // ---- epilogue (rung 12's): two passes of 64 x 128, stmatrix -> swizzled smem -> TMA store.
+      tma_store_epilogue<2>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (pending) raise_flag(s, ct);      // the CTA's only segment was a peer piece
     if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads

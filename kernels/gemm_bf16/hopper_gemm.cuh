@@ -18,6 +18,7 @@ namespace kl {
 namespace hopper_gemm {
 
 constexpr int kBK = 64;  // K per stage: one 128-byte swizzle atom row of bf16 (64 x 2 B)
+constexpr int kCSub = 64 * 64 * 2;  // one 64 x 64 bf16 TMA-store box (128B-swizzled), 8 KB
 
 // ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
 std::string supports_05(const GemmBf16Args& a, const DeviceInfo& d);
@@ -124,6 +125,60 @@ __device__ __forceinline__ void store_acc_bounded(const float (&acc)[BN / 2], __
 __device__ __forceinline__ uint32_t pack_bf16x2_hp(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 2). A consumer
+// warpgroup's 64 x 256 fp32 block (the m64n256 accumulator) goes to bf16, then by stmatrix.x4 into
+// its 128B-swizzled staging boxes (`myC`: 4 / PASSES boxes of 64 x 64, kCSub bytes each;
+// conflict-free), and leaves by TMA store (bulk group), in PASSES passes of 256 / PASSES columns.
+// TMA clips rows and columns past M and N, so ragged tiles need no predicates beyond skipping
+// boxes that start outside C. The stores complete while the warpgroup runs its next tile.
+// Proxy rule relied on: stmatrix (generic proxy) -> fence.proxy.async.shared::cta in every writing
+// thread -> bar.sync among the 128 writers -> TMA store (async proxy) reads the boxes; a box is
+// rewritten only after cp.async.bulk.wait_group.read 0 by the thread that committed its stores,
+// followed by bar.sync (the wait is for the TMA engine to READ the smem, not for the global write).
+// (r0, c0) = the block's first row and column in C; named barrier 1 + cw is the warpgroup's.
+template <int PASSES>
+__device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint8_t* myC,
+                                                   const CUtensorMap* tmC, int M, int N, int r0,
+                                                   int c0, int cw, int t128) {
+  constexpr int COLS = 256 / PASSES;  // columns per pass
+  static_assert(PASSES == 1 || PASSES == 2, "4 or 2 boxes per pass");
+  const int warp = t128 / 32, lane = t128 % 32;
+  // stmatrix.x4 #j2 covers n8 chunks j = 2*j2, 2*j2+1 of this warp's 16 rows. Lane l gives the
+  // row address of matrix l/8: matrix m = rows 8*(m&1).., chunk j + (m>>1).
+  const int m = lane / 8;
+  const int row = warp * 16 + (m & 1) * 8 + (lane % 8);  // 0..63 within the warpgroup block
+#pragma unroll
+  for (int h = 0; h < PASSES; ++h) {
+    // The previous stores (the last tile's, or this tile's first pass) must have finished READING
+    // myC before it is overwritten.
+    if (t128 == 0) tma_store_wait_read<0>();
+    named_barrier_sync(1 + cw, 128);
+#pragma unroll
+    for (int j2 = h * (COLS / 16); j2 < (h + 1) * (COLS / 16); ++j2) {
+      const int j = 2 * j2;
+      const int col = 8 * (j + (m >> 1)) - h * COLS;  // column within this pass
+      const int box = col / 64, chunk = (col % 64) / 8;
+      uint8_t* p = myC + box * kCSub + row * 128 + ((chunk ^ (row & 7)) << 4);  // 128B swizzle
+      stmatrix_x4(p, pack_bf16x2_hp(acc[4 * j + 0], acc[4 * j + 1]),
+                  pack_bf16x2_hp(acc[4 * j + 2], acc[4 * j + 3]),
+                  pack_bf16x2_hp(acc[4 * j + 4], acc[4 * j + 5]),
+                  pack_bf16x2_hp(acc[4 * j + 6], acc[4 * j + 7]));
+    }
+    fence_proxy_async_smem();  // generic smem writes -> visible to the TMA (async proxy)
+    named_barrier_sync(1 + cw, 128);
+    if (t128 == 0) {
+      if (r0 < M) {
+#pragma unroll
+        for (int b = 0; b < COLS / 64; ++b) {
+          const int c = c0 + h * COLS + b * 64;
+          if (c < N) tma_store_2d(tmC, myC + b * kCSub, c, r0);
+        }
+      }
+      tma_store_commit();
+    }
+  }
 }
 
 // Grouped ("swizzled") tile order for persistent grids: walks kGroup M-tiles down a column of

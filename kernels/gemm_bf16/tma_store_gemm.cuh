@@ -1,0 +1,136 @@
+// kernels/gemm_bf16/tma_store_gemm.cuh — family-private: the persistent warp-specialized kernel of
+// rungs 08 (STAGES = 3, one 64 x 256 epilogue pass) and 12 (STAGES = 4, two 64 x 128 passes).
+// The rung files say what each configuration changed and measured; this is the code they share.
+//
+// One CTA per SM (grid = min(tiles, #SMs)), 128x256x64 tiles in grouped order, 384 threads:
+// warpgroup 0 is the producer (one thread issues the TMA loads of A and W into a STAGES-deep
+// full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
+// 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
+// wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
+// (hopper_gemm.cuh: tma_store_epilogue).
+#pragma once
+#include "gemm_bf16/hopper_gemm.cuh"
+
+namespace kl {
+namespace hopper_gemm {
+namespace tma_store {
+
+constexpr int BM = 128, BN = 256, BK = kBK, THREADS = 384, GROUP = 8;
+constexpr int CONSUMER_WARPS = 8;
+constexpr int A_BYTES = BM * BK * 2;  // 16 KB
+constexpr int B_BYTES = BN * BK * 2;  // 32 KB
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide store boxes");
+static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
+
+// Staging per consumer warpgroup: the boxes of one epilogue pass (4 / PASSES of them).
+template <int PASSES>
+constexpr int c_bytes() { return (4 / PASSES) * kCSub; }
+template <int STAGES, int PASSES>
+constexpr size_t smem_bytes() {
+  return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
+}
+
+template <int STAGES, int PASSES>
+__global__ void __launch_bounds__(THREADS, 1)
+    kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+           const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int C_BYTES = c_bytes<PASSES>();
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = align1024(smem_raw);
+  uint8_t* sA = smem;
+  uint8_t* sB = smem + STAGES * A_BYTES;
+  uint8_t* sC = smem + STAGES * STAGE_BYTES;  // [2 warpgroups][4 / PASSES boxes][64 rows][128 B]
+  uint64_t* full = reinterpret_cast<uint64_t*>(sC + 2 * C_BYTES);
+  uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
+  const int tiles = tiles_m * tiles_n;
+  const int num_k = ceil_div(K, BK);
+
+  if (tid == 0) {
+    tma_prefetch_desc(&tmA);
+    tma_prefetch_desc(&tmW);
+    tma_prefetch_desc(&tmC);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], CONSUMER_WARPS);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int tm, tn;
+        grouped_tile<GROUP>(t, tiles_m, tiles_n, tm, tn);
+        for (int kb = 0; kb < num_k; ++kb, ++it) {
+          const int s = it % STAGES, r = it / STAGES;
+          mbar_wait(&empty[s], (r & 1) ^ 1);
+          mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+          tma_load_2d(sA + s * A_BYTES, &tmA, &full[s], kb * BK, tm * BM);
+          tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, tn * BN);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    const int cw = wg - 1, t128 = tid % 128, lane = tid % 32;
+    uint8_t* myC = sC + cw * C_BYTES;
+    float acc[BN / 2];
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      grouped_tile<GROUP>(t, tiles_m, tiles_n, tm, tn);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+      for (int kb = 0; kb < num_k; ++kb, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const uint64_t da = make_smem_desc_sw128(sA + s * A_BYTES + cw * 64 * 128);
+        const uint64_t db = make_smem_desc_sw128(sB + s * B_BYTES);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kb > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      }
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+    }
+    if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads
+  }
+#endif
+}
+
+template <int STAGES, int PASSES>
+std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  static_assert(smem_bytes<STAGES, PASSES>() <= 227 * 1024, "fits the sm_90 opt-in limit");
+  return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
+}
+
+template <int STAGES, int PASSES>
+void launch(const GemmBf16Args& a, cudaStream_t s) {
+  constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
+  const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
+  const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
+  const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
+                                                 CU_TENSOR_MAP_SWIZZLE_128B);
+  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
+  const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
+  const int grid = tiles < device_info().sms ? tiles : device_info().sms;
+  kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  KL_CHECK_LAUNCH();
+}
+
+}  // namespace tma_store
+}  // namespace hopper_gemm
+}  // namespace kl
