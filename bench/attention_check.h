@@ -48,7 +48,8 @@ inline double attention_bytes(const AttentionArgs& a) {
   return 2.0 * a.D * (2.0 * a.B * a.Hq * a.Sq + 2.0 * a.B * a.Hkv * a.Skv);
 }
 
-// `max_rows`: sample size; every row when B*Hq*Sq <= all_rows_below.
+// `max_rows`: sample size; every row when B*Hq*Sq <= all_rows_below and the cache is small (at most
+// 2^25 K elements), or when max_rows <= 0 (an explicit request for every row, whatever the cache).
 inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int max_rows,
                                                   uint64_t seed, long long all_rows_below = 4096) {
   AttentionCheck c;
@@ -60,8 +61,9 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   // within kMaxHeads KV heads: G * Sq rows each, so 8 rows at G = 1, Sq = 1.
   constexpr int kMaxHeads = 8;
   const bool small_kv = static_cast<double>(a.B) * a.Hkv * a.Skv * D <= static_cast<double>(1 << 25);
-  c.all_rows = total <= all_rows_below && small_kv;
-  if (!small_kv)
+  // max_rows <= 0 asks for every row explicitly (the tests): no cap then.
+  c.all_rows = total <= all_rows_below && (small_kv || max_rows <= 0);
+  if (!c.all_rows && !small_kv)
     max_rows = static_cast<int>(std::min<long long>(max_rows, static_cast<long long>(kMaxHeads) * G * a.Sq));
   c.rows = attention_sample_rows(a, c.all_rows ? static_cast<int>(total) : max_rows, seed, kMaxHeads);
   std::vector<float> Qall;

@@ -171,7 +171,7 @@ void ramp_clocks();
 // Times `launch(i)` (i = launch index; use i % copies to rotate inputs). ramp_clocks(), then
 // o.warmup untimed launches, then o.iters launches each between two events. With o.graph (or
 // force_graph), also captures launches into a CUDA graph (o.iters of them, or fewer when they add up
-// to more than ~20 ms: at least 5) and reports the median of 5 replays per launch (graph_ms); `s`
+// to more than ~20 ms: at least min(5, o.iters)) and reports the median of 5 replays per launch (graph_ms); `s`
 // must then be a created stream (kl::bench::Stream), not the default one.
 // The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
 Timing time_launches(const std::function<void(int)>& launch, const Options& o,

@@ -113,10 +113,11 @@ double tol(const Dims& d, double ref) { return 1e-5 + 2e-6 * d.K + 1e-4 * std::f
 
 // Small shapes: the brief's three (non-multiples of every tile, a multiple of 128), one that every
 // fixed-tile rung takes (multiple of 256 x 128 x 8), one tile exactly, and rung-08 tails.
+// 300x260x520: 9 k-tiles of 64 (rung 15's 2-stage ring wraps four times, partial last tile).
 const std::vector<Dims> kShapes = {{67, 129, 31},  {128, 128, 128}, {257, 255, 100},
                                    {512, 256, 72}, {256, 128, 8},   {1, 1, 1},
                                    {300, 260, 36}, {33, 1023, 515}, {255, 127, 9},
-                                   {100, 132, 20}};
+                                   {100, 132, 20}, {300, 260, 520}};
 
 TEST(SgemmGpu, EveryRungSmallShapes) {
   KL_REQUIRE_GPU();

@@ -10,7 +10,7 @@
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (rung 08 takes the rest).
 // Measured (H200, final run of 14647d0, results/h200/sgemm.jsonl, 1980 MHz): 4096^3 46.5 TFLOP/s
 // (13: 44.6, cuBLAS 51.2: 0.91x), 8192^3 47.1 (0.92x), 4096x11008x4096 46.0 (0.92x),
-// 4096x4096x11008 46.7 (0.92x): the entry point's pick on every large shape.
+// 4096x4096x11008 46.7 (0.92x): the entry point's pick on every large shape until rung 15.
 #include "ak.cuh"
 
 namespace kl::sgemm_detail {
@@ -19,28 +19,26 @@ std::string supports_14(const SgemmArgs& a, const DeviceInfo& d) { return ak::su
 void launch_14(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<32>(a, s); }
 
 namespace {
+// One experiment row: the ak kernel with (k-tile depth, stages, k-step unroll) = (BK, S, KQU).
 template <int BK, int S, int KQU>
-std::string supports_x(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<BK, S>(a, d); }
-template <int BK, int S, int KQU>
-void launch_x(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<BK, S, KQU>(a, s); }
+Rung<SgemmArgs> ak_row(int number, const char* name, const char* change) {
+  return {number, name, change,
+          [](const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<BK, S>(a, d); },
+          [](const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<BK, S, KQU>(a, s); }};
+}
 }  // namespace
 
 void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t) {
-  t.push_back({90, "x14_kq1", "experiment: rung 14, k-step loop not unrolled", supports_x<32, 3, 1>,
-               launch_x<32, 3, 1>});
-  t.push_back({91, "x14_kq2", "experiment: rung 14, k-step loop unrolled by 2", supports_x<32, 3, 2>,
-               launch_x<32, 3, 2>});
-  t.push_back({92, "x14_s2", "experiment: rung 14 with a 2-stage ring", supports_x<32, 2, 8>,
-               launch_x<32, 2, 8>});
-  t.push_back({93, "x_bk64_s2_kq2", "experiment: 64-deep k-tiles, 2 stages, unroll 2",
-               supports_x<64, 2, 2>, launch_x<64, 2, 2>});
-  t.push_back({94, "x_bk64_s2_kq4", "experiment: rung 15 unrolled by 4", supports_x<64, 2, 4>,
-               launch_x<64, 2, 4>});
-  // (95 = 64-deep, 2 stages, unroll 8 became rung 15.)
-  t.push_back({96, "x_bk64_s2_kq16", "experiment: rung 15 fully unrolled", supports_x<64, 2, 16>,
-               launch_x<64, 2, 16>});
-  t.push_back({97, "x14_s2_kq4", "experiment: rung 14, 2 stages, unroll 4", supports_x<32, 2, 4>,
-               launch_x<32, 2, 4>});
+  t.insert(t.end(), {
+      ak_row<32, 3, 1>(90, "x14_kq1", "experiment: rung 14, k-step loop not unrolled"),
+      ak_row<32, 3, 2>(91, "x14_kq2", "experiment: rung 14, k-step loop unrolled by 2"),
+      ak_row<32, 2, 8>(92, "x14_s2", "experiment: rung 14 with a 2-stage ring"),
+      ak_row<64, 2, 2>(93, "x_bk64_s2_kq2", "experiment: 64-deep k-tiles, 2 stages, unroll 2"),
+      ak_row<64, 2, 4>(94, "x_bk64_s2_kq4", "experiment: rung 15 unrolled by 4"),
+      // (95 = 64-deep, 2 stages, unroll 8 became rung 15.)
+      ak_row<64, 2, 16>(96, "x_bk64_s2_kq16", "experiment: rung 15 fully unrolled"),
+      ak_row<32, 2, 4>(97, "x14_s2_kq4", "experiment: rung 14, 2 stages, unroll 4"),
+  });
 }
 
 }  // namespace kl::sgemm_detail

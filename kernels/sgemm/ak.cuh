@@ -1,6 +1,8 @@
-// kernels/sgemm/ak.cuh — family-private: the kernel of rungs 13 and 14 (A kept k-contiguous in
+// kernels/sgemm/ak.cuh — family-private: the kernel of rungs 13, 14 and 15 (A kept k-contiguous in
 // shared memory, 16-byte cp.async for both operands, A fragments read 4 k at a time). Rung 13's
-// header says how it works; BK is the template parameter (16: rung 13, 32: rung 14).
+// header says how it works. Template parameters: BK the k-tile depth, S the ring stages, KQU the
+// unroll of the loop over a tile's 4-deep k-steps (13: <16, 3, full>, 14: <32, 3, full>,
+// 15: <64, 2, 8>; experiment rows 90+ the other settings, 14_ak_bk32.cu).
 #pragma once
 #include "common/cp_async4.cuh"
 #include "sgemm_internal.h"

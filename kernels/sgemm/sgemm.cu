@@ -87,7 +87,7 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
     if (const auto* r = usable(7)) return r;
   }
   // Large shapes. With two waves of 256x128 tiles or more, rung 15 (2 stages of 64-deep k-tiles):
-  // +3.2 to +4.8% over 14 on the four large shapes (docs/sgemm.md, log), and 14 led every large
+  // +3.2 to +4.7% over 14 on the four large shapes (docs/sgemm.md, log), and 14 led every large
   // shape of 14647d0's final run (46.5 vs 09's 45.9 TFLOP/s at 4096^3, 47.1 vs 46.2 at 8192^3);
   // at 2048^3 (one wave) 09 led (44.9 vs 44.1 for 14). Then the lean ring (12: A may be
   // misaligned), else 08 (any shape and alignment).
