@@ -3,6 +3,7 @@
 // workspace, bitwise determinism, and refusals through launch_checked / attention().
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -34,50 +35,23 @@ const std::vector<Case> kCases = {
     {1, 2, 1, 260, 400, 128, true},    // causal, Sq < Skv, GQA, 3 query tiles: diagonal in each m-tile
 };
 
-struct Problem {
-  Case c;
-  DeviceBuffer q, k, v, o, ws;
-  size_t nQ, nKV, ws_bytes;
+using kl::test::describe;
+
+// The shared problem plus the workspace every rung of this table may use.
+struct Problem : kl::test::AttnProblem {
+  DeviceBuffer ws;
+  size_t ws_bytes = 0;
   AttentionArgs args(bool with_ws = true) const {
-    AttentionArgs a;
-    a.Q = q.as<__nv_bfloat16>();
-    a.K = k.as<__nv_bfloat16>();
-    a.V = v.as<__nv_bfloat16>();
-    a.O = o.as<__nv_bfloat16>();
-    a.B = c.B; a.Hq = c.Hq; a.Hkv = c.Hkv; a.Sq = c.Sq; a.Skv = c.Skv; a.D = c.D;
-    a.causal = c.causal;
-    if (with_ws) {
-      a.workspace = ws.ptr;
-      a.workspace_bytes = ws_bytes;
-    }
-    return a;
+    return with_ws ? AttnProblem::args(ws.ptr, ws_bytes) : AttnProblem::args();
   }
 };
 
 Problem make_problem(const Case& c, uint64_t seed) {
   Problem p;
-  p.c = c;
-  p.nQ = size_t(c.B) * c.Hq * c.Sq * c.D;
-  p.nKV = size_t(c.B) * c.Hkv * c.Skv * c.D;
-  p.q = DeviceBuffer(2 * p.nQ);
-  p.k = DeviceBuffer(2 * p.nKV);
-  p.v = DeviceBuffer(2 * p.nKV);
-  p.o = DeviceBuffer(2 * p.nQ);
-  AttentionArgs shape = p.args(false);
-  p.ws_bytes = attention_workspace_bytes(shape, device_info());
+  static_cast<kl::test::AttnProblem&>(p) = kl::test::make_attn_problem(c, seed);
+  p.ws_bytes = attention_workspace_bytes(c.shape(), device_info());
   p.ws = DeviceBuffer(std::max<size_t>(p.ws_bytes, 256));
-  fill_uniform(p.q.ptr, p.nQ, DType::bf16, seed, -1.f, 1.f);
-  fill_uniform(p.k.ptr, p.nKV, DType::bf16, seed * 3 + 1, -1.f, 1.f);
-  fill_uniform(p.v.ptr, p.nKV, DType::bf16, seed * 7 + 2, -1.f, 1.f);
-  KL_CHECK(cudaDeviceSynchronize());
   return p;
-}
-
-std::string describe(const ErrStats& e, const AttentionArgs& a, const AttentionCheck& c) {
-  return "max_abs=" + std::to_string(e.max_abs) + " rel_l2=" + std::to_string(e.rel_l2) +
-         " bad=" + std::to_string(e.bad) + "/" + std::to_string(e.n) +
-         " nonfinite=" + std::to_string(e.nonfinite) + " worst at " + attention_where(a, c, e.worst) +
-         " got=" + std::to_string(e.worst_got) + " ref=" + std::to_string(e.worst_ref);
 }
 
 TEST(AttentionGpu, EveryRungMatchesReference) {

@@ -33,53 +33,12 @@ const std::vector<Case> kCases = {
     {1, 4, 4, 1, 33000, 64, true},    // long D = 64 cache: the 64-split cap
 };
 
-struct Problem {
-  Case c;
-  DeviceBuffer q, k, v, o;
-  size_t nQ, nKV;
-  AttentionArgs args(void* ws, size_t ws_bytes) const {
-    AttentionArgs a;
-    a.Q = q.as<__nv_bfloat16>();
-    a.K = k.as<__nv_bfloat16>();
-    a.V = v.as<__nv_bfloat16>();
-    a.O = o.as<__nv_bfloat16>();
-    a.B = c.B; a.Hq = c.Hq; a.Hkv = c.Hkv; a.Sq = c.Sq; a.Skv = c.Skv; a.D = c.D;
-    a.causal = c.causal;
-    a.workspace = ws;
-    a.workspace_bytes = ws_bytes;
-    return a;
-  }
-};
+using Problem = kl::test::AttnProblem;
+using kl::test::describe;
 
-Problem make_problem(const Case& c, uint64_t seed) {
-  Problem p;
-  p.c = c;
-  p.nQ = size_t(c.B) * c.Hq * c.Sq * c.D;
-  p.nKV = size_t(c.B) * c.Hkv * c.Skv * c.D;
-  p.q = DeviceBuffer(2 * p.nQ);
-  p.k = DeviceBuffer(2 * p.nKV);
-  p.v = DeviceBuffer(2 * p.nKV);
-  p.o = DeviceBuffer(2 * p.nQ);
-  fill_uniform(p.q.ptr, p.nQ, DType::bf16, seed, -1.f, 1.f);
-  fill_uniform(p.k.ptr, p.nKV, DType::bf16, seed * 3 + 1, -1.f, 1.f);
-  fill_uniform(p.v.ptr, p.nKV, DType::bf16, seed * 7 + 2, -1.f, 1.f);
-  KL_CHECK(cudaDeviceSynchronize());
-  return p;
-}
+Problem make_problem(const Case& c, uint64_t seed) { return kl::test::make_attn_problem(c, seed); }
 
-size_t ws_size(const Case& c) {
-  AttentionArgs a;
-  a.B = c.B; a.Hq = c.Hq; a.Hkv = c.Hkv; a.Sq = c.Sq; a.Skv = c.Skv; a.D = c.D;
-  a.causal = c.causal;
-  return attention_workspace_bytes(a, device_info());
-}
-
-std::string describe(const ErrStats& e, const AttentionArgs& a, const AttentionCheck& c) {
-  return "max_abs=" + std::to_string(e.max_abs) + " rel_l2=" + std::to_string(e.rel_l2) +
-         " bad=" + std::to_string(e.bad) + "/" + std::to_string(e.n) +
-         " nonfinite=" + std::to_string(e.nonfinite) + " worst at " + attention_where(a, c, e.worst) +
-         " got=" + std::to_string(e.worst_got) + " ref=" + std::to_string(e.worst_ref);
-}
+size_t ws_size(const Case& c) { return attention_workspace_bytes(c.shape(), device_info()); }
 
 // The decode rungs to check: 03 and 09 (where supported), then the entry point (-1).
 const std::vector<int> kRungs = {3, 9, -1};

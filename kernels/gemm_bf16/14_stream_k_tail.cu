@@ -186,21 +186,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       grouped_tile<GROUP>(tile, s.tiles_m, s.tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      for (int kb = kb0; kb < ke; ++kb, ++it) {
-        const int st = it % STAGES;
-        mbar_wait(&full[st], (it / STAGES) & 1);
-        const uint64_t da = make_smem_desc_sw128(sA + st * A_BYTES + cw * 64 * 128);
-        const uint64_t db = make_smem_desc_sw128(sB + st * B_BYTES);
-        wgmma_fence();  // also orders the zeroing of acc (and the fixup adds) before the wgmmas
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-          wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (kb > kb0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-      }
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, ke - kb0, it, cw, lane,
+                                                 [](uint64_t* bar) { mbar_arrive(bar); });
 
       // The partial stored after the previous segment has drained by now: publish it (before
       // this CTA waits on anybody, see the header: deadlock freedom).

@@ -127,6 +127,34 @@ __device__ __forceinline__ uint32_t pack_bf16x2_hp(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
+// A consumer warpgroup's mainloop over `n` k-blocks of one 128 x 256 tile (rungs 07, 08, 09, 12,
+// 13, 14): per k-block, wait for the stage (full[s], phase (it / STAGES) & 1), four
+// wgmma m64n256k16 on rows 64*cw.. of the A stage and the whole W stage, then keep one wgmma group
+// in flight (wait<1>) and free the stage the previous group read; after the loop drain it and
+// free the last stage. `it` counts k-blocks across the CTA's tiles exactly as the producer does
+// (slot it % STAGES). `release(bar)` frees a stage: one mbarrier arrive per consumer warp (lane 0),
+// on this CTA (mbar_arrive) or on both CTAs of a cluster. acc holds zeros or partial sums on entry;
+// the wgmma_fence orders those register writes before the first wgmma.
+template <int STAGES, int A_BYTES, int B_BYTES, class Release>
+__device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA, uint8_t* sB,
+                                                 uint64_t* full, uint64_t* empty, int n, int& it,
+                                                 int cw, int lane, Release release) {
+  for (int kb = 0; kb < n; ++kb, ++it) {
+    const int s = it % STAGES;
+    mbar_wait(&full[s], (it / STAGES) & 1);
+    const uint64_t da = make_smem_desc_sw128(sA + s * A_BYTES + cw * 64 * 128);
+    const uint64_t db = make_smem_desc_sw128(sB + s * B_BYTES);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
+    wgmma_commit();
+    wgmma_wait<1>();  // the group of k-block kb - 1 has finished reading its stage
+    if (kb > 0 && lane == 0) release(&empty[(it - 1) % STAGES]);
+  }
+  wgmma_wait<0>();
+  if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
+}
+
 // The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 2). A consumer
 // warpgroup's 64 x 256 fp32 block (the m64n256 accumulator) goes to bf16, then by stmatrix.x4 into
 // its 128B-swizzled staging boxes (`myC`: 4 / PASSES boxes of 64 x 64, kCSub bytes each;

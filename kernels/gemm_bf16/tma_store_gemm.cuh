@@ -89,21 +89,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       grouped_tile<GROUP>(t, tiles_m, tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      for (int kb = 0; kb < num_k; ++kb, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        const uint64_t da = make_smem_desc_sw128(sA + s * A_BYTES + cw * 64 * 128);
-        const uint64_t db = make_smem_desc_sw128(sB + s * B_BYTES);
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-          wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (kb > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-      }
-      wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+      consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, num_k, it, cw, lane,
+                                                 [](uint64_t* bar) { mbar_arrive(bar); });
       tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads
