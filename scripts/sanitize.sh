@@ -42,7 +42,8 @@ shapes_for() {
     rmsnorm | swiglu | softmax)
       echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=1000" ;;
     sgemm)  # 256x256 takes every tile's divisibility path; K kept short (racecheck is ~1000x slower)
-      echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96" ;;
+      # except K=288: 4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage)
+      echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;
     gemm_bf16)  # M=16 with K=1024 reaches the decode and split-K paths
       echo "--dtype bf16 --shape M=256,N=256,K=256 --shape M=16,N=512,K=1024 --shape M=130,N=72,K=96" ;;
     attention)
