@@ -19,9 +19,8 @@ std::string supports_14(const SgemmArgs& a, const DeviceInfo& d) { return ak::su
 void launch_14(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<32>(a, s); }
 
 namespace {
-// One experiment row: the ak kernel with (k-tile depth, stages, k-step unroll) = (BK, S, KQU), LEAN:
-// rung 16's copy issue.
-template <int BK, int S, int KQU, bool LEAN = false>
+// One experiment row: the ak kernel with (k-tile depth, stages, k-step unroll) = (BK, S, KQU).
+template <int BK, int S, int KQU>
 Rung<SgemmArgs> ak_row(int number, const char* name, const char* change) {
   return {number, name, change,
           [](const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<BK, S>(a, d); },
@@ -39,9 +38,6 @@ void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t) {
       // (95 = 64-deep, 2 stages, unroll 8 became rung 15.)
       ak_row<64, 2, 16>(96, "x_bk64_s2_kq16", "experiment: rung 15 fully unrolled"),
       ak_row<32, 2, 4>(97, "x14_s2_kq4", "experiment: rung 14, 2 stages, unroll 4"),
-      ak_row<64, 2, 8, true>(98, "x15_lean", "experiment: rung 15 with the lean copy issue"),
-      ak_row<64, 2, 4, true>(99, "x15_lean_kq4", "experiment: rung 15, lean copy issue, unroll 4"),
-      ak_row<32, 2, 8, true>(100, "x14_s2_lean", "experiment: 32-deep tiles, 2 stages, lean copy issue"),
   });
 }
 

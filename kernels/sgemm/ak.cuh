@@ -34,10 +34,7 @@ struct AkCfg {
   static_assert(kLoadsA * kThreads == BM * kQuads && kLoadsB * kThreads * 4 == BK * BN, "slots");
 };
 
-// LEAN (rung 16): blocks that lie inside C issue the copies of every whole k-tile from running
-// pointers, with no per-copy predicate, select or 64-bit multiply (the general issue() stays for edge
-// blocks and a partial last k-tile).
-template <int BK, int S, int KQU, bool LEAN = false>
+template <int BK, int S, int KQU>
 __global__ void __launch_bounds__(kThreads, 1)
     sgemm_ak_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, int M, int N, int K) {
@@ -77,24 +74,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const float* b_src = B + static_cast<size_t>(b_row0) * N + bn + b_col;
 
   const uint32_t smem0 = smem_u32(smem);
-  // Lean path: every row, column and k of the tile is in range, so slot l of a thread copies from
-  // a fixed offset of one running pointer per operand (A: + l rows-per-pass rows; B: + 8 l rows).
-  const bool interior = LEAN && bm + BM <= M && bn + BN <= N;
-  const float* a_lean = A + static_cast<size_t>(bm + a_row0) * K + a_q * 4;
-  const size_t b_slot_step = static_cast<size_t>(8) * N;
-  auto issue_lean = [&](int stage, int k0) {
-    const uint32_t base = smem0 + static_cast<uint32_t>(stage * kStageFloats * 4);
-    const float* pa = a_lean + k0;
-#pragma unroll
-    for (int l = 0; l < kLoadsA; ++l, pa += a_slot_step)
-      cp_async_16_u32(base + a_dst + static_cast<uint32_t>(kRows * l * BK * 4), pa);
-    const float* pb = b_src + static_cast<size_t>(k0) * N;
-#pragma unroll
-    for (int l = 0; l < kLoadsB; ++l, pb += b_slot_step)
-      cp_async_16_u32(base + b_dst + static_cast<uint32_t>(8 * l * BN * 4), pb);
-  };
   auto issue = [&](int stage, int k0) {
-    if (interior && k0 + BK <= K) return issue_lean(stage, k0);
     const uint32_t base = smem0 + static_cast<uint32_t>(stage * kStageFloats * 4);
     const bool k_in = k0 + a_q * 4 < K;  // K % 4 == 0: a quad is all in or all out
 #pragma unroll
@@ -186,17 +166,17 @@ std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-template <int BK, int S = 3, int KQU = BK / 4, bool LEAN = false>
+template <int BK, int S = 3, int KQU = BK / 4>
 void launch_ak(const SgemmArgs& a, cudaStream_t s) {
   constexpr int smem = AkCfg<BK, S>::kSmemBytes;
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU, LEAN>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)opted;
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_ak_kernel<BK, S, KQU, LEAN><<<blocks, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  sgemm_ak_kernel<BK, S, KQU><<<blocks, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 }  // namespace kl::sgemm_detail::ak
