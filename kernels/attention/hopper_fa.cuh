@@ -108,15 +108,18 @@ __device__ __forceinline__ void wg_rs_t(float (&d)[N / 2], const uint32_t (&a)[4
 }
 
 // S = Q_wg K_t^T: D/16 k-steps. K-step kk lives in panel kk/4 at byte offset (kk%4)*32 inside the
-// 128-byte swizzled rows (the hardware applies the XOR on the final address).
+// 128-byte swizzled rows (the hardware applies the XOR on the final address). One descriptor per
+// operand is built; each k-step adds its byte offset / 16 to the start-address field (bits 0-13:
+// shared addresses stay below 256 KB, so the add never carries out of it), as the GEMM rungs do.
 template <class C>
 __device__ __forceinline__ void issue_qk(float (&s)[C::BN / 2], const uint8_t* q_wg,
                                          const uint8_t* k_stage) {
+  const uint64_t da0 = make_smem_desc_sw128(q_wg), db0 = make_smem_desc_sw128(k_stage);
 #pragma unroll
   for (int kk = 0; kk < C::D / 16; ++kk) {
     const int panel = kk / 4, off = (kk % 4) * 32;
-    uint64_t da = make_smem_desc_sw128(q_wg + panel * (C::BM * 128) + off);
-    uint64_t db = make_smem_desc_sw128(k_stage + panel * (C::BN * 128) + off);
+    const uint64_t da = da0 + ((panel * (C::BM * 128) + off) >> 4);
+    const uint64_t db = db0 + ((panel * (C::BN * 128) + off) >> 4);
     wg_ss<C::BN>(s, da, db, kk > 0);  // kk == 0 overwrites: no zeroing of s needed
   }
 }
@@ -125,11 +128,9 @@ __device__ __forceinline__ void issue_qk(float (&s)[C::BN / 2], const uint8_t* q
 template <class C>
 __device__ __forceinline__ void issue_pv(float (&o)[C::D / 2], const uint32_t (&pf)[C::BN / 16][4],
                                          const uint8_t* v_stage) {
+  const uint64_t db0 = make_smem_desc_sw128_mn(v_stage, C::BN * 128);
 #pragma unroll
-  for (int kk = 0; kk < C::BN / 16; ++kk) {
-    uint64_t db = make_smem_desc_sw128_mn(v_stage + kk * 16 * 128, C::BN * 128);
-    wg_rs_t<C::D>(o, pf[kk], db);
-  }
+  for (int kk = 0; kk < C::BN / 16; ++kk) wg_rs_t<C::D>(o, pf[kk], db0 + ((kk * 16 * 128) >> 4));
 }
 
 // Online softmax of one S tile, in place (S becomes P in fp32). Thread holds rows h = 0 (t/4)
