@@ -38,7 +38,7 @@
 // (59% / 50%); B=1,Hkv=32,Skv=4096 24.4 / 21.6 (82% / 82%); B=8,Hkv=8,Skv=4096 39.9 / 36.8 (89% /
 // 92%); B=1,Hkv=8,Skv=32768 39.4 / 36.9 (90% / 91%); B=8,Hkv=32,Skv=4096 126.4 / 123.4 (102% /
 // 103%); B=1,Hkv=32,Skv=32768 126.4 / 125.4 (103% / 102%). Before (final run of commit 3c5ea9f,
-// results/h200/attention.jsonl): 15.9 / 13.0 (48% / 41%), 24.5 / 21.6, 39.5 / 36.4, 42.1 / 39.2
+// results/h200/dev/final-14647d0/attention.jsonl): 15.9 / 13.0 (48% / 41%), 24.5 / 21.6, 39.5 / 36.4, 42.1 / 39.2
 // (85% / 86%), 124.8 / 122.5, 126.1 / 123.2 us. Request r1 (dec_r1.jsonl: an atomicCAS ticket
 // instead of the flags) was slower, 16.8 / 14.3 us at B=1,Hkv=8,Skv=4096: the CAS retries of the
 // 16 pieces of a tile serialize (ncu, cold L2: SM active 17.9k of 30.5k cycles; with the flags

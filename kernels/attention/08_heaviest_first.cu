@@ -16,7 +16,7 @@
 // S=4096 D=128 556 / 588 TFLOP/s causal / non-causal (07: 523 / 649), S=8192 565 / 565, D=64
 // non-causal 365. The causal gain is the LPT order and the overlapped item boundaries; the
 // non-causal loss we attribute to L2 (16 heads' K/V streamed at once vs ~4 for the block-ordered
-// grid), hence 8 MB groups since. Final run of 14647d0 (results/h200/attention.jsonl; the card
+// grid), hence 8 MB groups since. Final run of 14647d0 (results/h200/dev/final-14647d0/attention.jsonl; the card
 // throttled, NVML MHz in brackets): S=4096 D=128 520.4 [1965] / 536.3 [1800] TFLOP/s causal /
 // non-causal (07: 496.8 [1968] / 585.6 [1860]); S=8192 503.4 / 541.1 (07 522.4 / 605.6, 1690-1780);
 // D=64 S=4096 347.2 / 370.0 (07 313.5 / 390.0, 1980). The non-causal loss stayed with 8 MB groups

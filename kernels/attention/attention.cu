@@ -92,7 +92,7 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
 // 08 everywhere while 05 was faster on every prefill shape). Prefill classes: causal or not, D, and
 // the KV length, short (Skv < 2048, between the measured 1024 and 4096) or long. H200 figures, same
-// run, us (final run, results/h200/attention.jsonl; B=16 S=512, B=8 S=1024, B=1 S>=4096, H=32):
+// run, us (final run, results/h200/dev/final-14647d0/attention.jsonl; B=16 S=512, B=8 S=1024, B=1 S>=4096, H=32):
 // - causal short: D=128 S=512 / 1024: 08 128.8 / 180.6 < 07 137.8 / 188.8 < 10 142.3 / 192.3;
 //   D=64 10 95.0 / 135.2 ~ 08 101.4 / 137.6 (10's D = 64 kernel is 08's config).
 // - causal long: D=128 S=4096 / 8192 / 16384: 10 245.6 / 970.0 / 3760.7 < 08 256.6 / 1000.5 /

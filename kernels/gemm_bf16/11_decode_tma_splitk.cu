@@ -31,7 +31,7 @@
 //    then rank r sums rows [r R/S, (r+1) R/S) over ranks 0..S-1 in that fixed order with 16-byte
 //    DSMEM loads and writes bf16 C; a second cluster barrier keeps every CTA's smem alive until its
 //    peers have read it. No workspace, no atomics, no memset: graph-capturable, bitwise stable.
-// v3 (issue 6, decode part): why v2's M > 16 path lost (final run, results/h200/gemm_bf16.jsonl:
+// v3 (issue 6, decode part): why v2's M > 16 path lost (final run, results/h200/dev/final-14647d0/gemm_bf16.jsonl:
 // M = 32/64 at 4096^2 17.4-17.8 us graph vs 12.1 at M = 1; M = 64 x 11008 38 us) and the fixes:
 //  * ptxas serialized v2's wgmmas (warning C7520: a compiler-inserted warpgroup.arrive on a
 //    divergent path: `if (i == 1 && !two) break;` between wgmmas on one accumulator). Now every
@@ -64,7 +64,7 @@
 // landed) and a named barrier of the 8 consumer warps (the producer never touches the ring again).
 // Measured (H200, 2026-11-29; us single launch / graph back-to-back; cuBLAS same run):
 //  v1 (gemm2 request 1): M=1 4096x4096 16.3 / 13.5; M=64 22.7 / 19.8; M=1 4096x11008 30.5 / 27.7.
-//  v2 (final run, results/h200/gemm_bf16.jsonl): M=1 4096^2 17.0 / 12.1 (cuBLAS 20.2 / 12.4);
+//  v2 (final run, results/h200/dev/final-14647d0/gemm_bf16.jsonl): M=1 4096^2 17.0 / 12.1 (cuBLAS 20.2 / 12.4);
 //    M=64 4096^2 21.6 / 17.8 (14.6 / 11.7); M=64 11008x4096 37.8 / 38.6 (27.9 / 25.4).
 //  v3 (request gdec run 2, results/h200/dev/batch2/gdec/dec2.jsonl; the plan's forced rows):
 //    M=1 4096^2 16.2 / 12.9 (cuBLAS 20.4 / 12.7); M=32 4096^2 18.5 / 13.1 (14.9 / 13.1);

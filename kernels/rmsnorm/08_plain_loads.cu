@@ -12,7 +12,7 @@
 // was cut by the batch's time limit, so the final run is this rung's first measurement.
 // Applies to the aligned path (unaligned rows already use plain scalar loads); x is never written
 // by the kernel, so both forms are correct. Supports exactly what rung 05 supports.
-// Measured (H200, final run of 14647d0, results/h200/rmsnorm.jsonl, bf16, 1980 MHz): 16384x8192
+// Measured (H200, final run of 14647d0, results/h200/dev/final-14647d0/rmsnorm.jsonl, bf16, 1980 MHz): 16384x8192
 // 4004 GB/s (0.97x the same-run cudaMemcpy 4138), 65536x4096 4122 (0.99x of 4149); the best rung
 // on both large shapes. Odd widths stay weak: 4096x4099 1160 GB/s (copy 3331).
 #include "rmsnorm_internal.h"

@@ -3,7 +3,7 @@
 // is written). Same kernel (row_regs.cu), launch shape and registers; the A/B of rmsnorm rung 08
 // for the fused op (see there for why: softmax's register rung with plain loads runs 4% faster
 // than rmsnorm 04 on the same shape). First measured in the final run.
-// Measured (H200, final run of 14647d0, results/h200/rmsnorm.jsonl, bf16, 1980 MHz): 16384x8192
+// Measured (H200, final run of 14647d0, results/h200/dev/final-14647d0/rmsnorm.jsonl, bf16, 1980 MHz): 16384x8192
 // 4025 GB/s (0.97x the same-run cudaMemcpy 4140), 65536x4096 4118 (0.98x of 4219); the best fused
 // rung on both. Odd widths stay weak: 4096x4099 621 GB/s (copy 3758).
 #include "rmsnorm_internal.h"

@@ -17,7 +17,7 @@
 //    before the last k-step as in 08-12.
 // Tile 256x128, BK = 16, 3-stage ring (72 KB), 8 warps of 64x64, 16x8 per thread.
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (rung 08 takes the rest).
-// Measured (H200, final run of 14647d0, results/h200/sgemm.jsonl, 1980 MHz): 4096^3 44.6 TFLOP/s
+// Measured (H200, final run of 14647d0, results/h200/dev/final-14647d0/sgemm.jsonl, 1980 MHz): 4096^3 44.6 TFLOP/s
 // (rung 12: 41.6, cuBLAS 51.2: 0.87x), 8192^3 44.8, 4096x11008x4096 43.7, 4096x4096x11008 44.8.
 #include "ak.cuh"
 

@@ -8,7 +8,7 @@
 // the low 2 bits of the quad position).
 // Tile 256x128, BK = 32, 3-stage ring: 3 x 32 x (256 + 128) floats = 144 KB (one block per SM).
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (rung 08 takes the rest).
-// Measured (H200, final run of 14647d0, results/h200/sgemm.jsonl, 1980 MHz): 4096^3 46.5 TFLOP/s
+// Measured (H200, final run of 14647d0, results/h200/dev/final-14647d0/sgemm.jsonl, 1980 MHz): 4096^3 46.5 TFLOP/s
 // (13: 44.6, cuBLAS 51.2: 0.91x), 8192^3 47.1 (0.92x), 4096x11008x4096 46.0 (0.92x),
 // 4096x4096x11008 46.7 (0.92x): the entry point's pick on every large shape until rung 15.
 #include "ak.cuh"
