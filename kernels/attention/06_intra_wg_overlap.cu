@@ -10,6 +10,10 @@
 // 05 (347 / 403): one shared K/V "empty" barrier per stage, released after P(t)V(t), which the
 // overlapped loop holds into iteration t+1 -> with 2 stages the producer had no tile of lookahead
 // and every K tile's TMA latency was exposed. Fixed by the separate k_empty / v_empty barriers.
+// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 513.7 [1965] /
+// 608.1 [1848] TFLOP/s causal / non-causal, S=8192 546.4 [1828] / 594.9 [1758], D=64 S=4096
+// non-causal 405.8 [1980].
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

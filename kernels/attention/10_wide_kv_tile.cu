@@ -11,6 +11,10 @@
 // S=4096 D=128 553 / 594 TFLOP/s causal / non-causal (08: 556 / 588), S=8192 566 / 572. Does not
 // pay: 240 registers per consumer thread and a ragged last tile (4096 = 23.3 x 176) eat the
 // amortized per-tile costs. Kept as a measured step (FA3's non-causal tile).
+// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 541.3 [1845] /
+// 573.2 [1774] TFLOP/s causal / non-causal, S=8192 554.3 [1648] / 578.9 [1641], D=64 S=4096
+// non-causal 371.6 [1980].
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
