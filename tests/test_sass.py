@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""CPU test of what the compiled sm_90a code of the tensor-core rungs contains (no GPU needed).
+
+    python3 tests/test_sass.py BUILD_DIR
+
+Issues 6 and 8 ask that the wgmma rungs show HGMMA in their SASS; the design notes also say which
+kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
+instructions per kernel (names demangled with c++filt) and checks:
+  - every Hopper GEMM kernel (rungs 05-09, 12-14, and rung 11's wgmma tiles) and every Hopper
+    attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
+  - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
+    issue HMMA;
+  - sgemm rung 15's kernel (sgemm_ak_kernel<64, 2, 8>) does not spill (docs/sgemm.md says so);
+  - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
+    instead of passing by matching nothing).
+Exits 77 (ctest: skipped) when cuobjdump or c++filt is missing or a binary has no sm_90a code (for
+example a build for sm_120 only); prints "N passed, M failed" and exits 1 on any failure.
+"""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+passed, failed = 0, 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("PASS  " + what)
+    else:
+        failed += 1
+        print("FAIL  " + what + ("\n      " + detail.replace("\n", "\n      ") if detail else ""))
+
+
+def kernels(binary):
+    """{demangled kernel name: Counter(opcode -> static count)} of the binary's sm_90a code."""
+    sass = subprocess.run(["cuobjdump", "-sass", "-arch", "sm_90a", binary],
+                          capture_output=True, text=True).stdout
+    counts, name = collections.OrderedDict(), None
+    for line in sass.split("\n"):
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            name = m.group(1)
+            counts.setdefault(name, collections.Counter())
+            continue
+        m = re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line)
+        if name and m:
+            counts[name][m.group(1)] += 1
+    if not counts:
+        return {}
+    names = list(counts)
+    dem = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+    return {d: counts[n] for n, d in zip(names, dem)}
+
+
+def rule(ks, pattern, minimum, what, need=(), forbid=()):
+    """Every kernel whose name matches `pattern` has each opcode of `need` and none of `forbid`."""
+    hit = {k: c for k, c in ks.items() if re.search(pattern, k)}
+    check(len(hit) >= minimum, f"{what}: {len(hit)} kernels (at least {minimum})",
+          "matched: " + ", ".join(hit) if hit else f"no kernel matches {pattern}")
+    for k, c in hit.items():
+        short = k if len(k) < 110 else k[:107] + "..."
+        for op in need:
+            check(c[op] > 0, f"{what}: {short} has {op} ({c[op]})")
+        for op in forbid:
+            check(c[op] == 0, f"{what}: {short} has no {op} ({c[op]})")
+
+
+def main(build):
+    cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
+    if shutil.which("cuobjdump") is None and os.path.exists(os.path.join(cuda_bin, "cuobjdump")):
+        os.environ["PATH"] = cuda_bin + os.pathsep + os.environ.get("PATH", "")
+    for tool in ("cuobjdump", "c++filt"):
+        if shutil.which(tool) is None:
+            print(f"SKIP  {tool} not found (it ships with the CUDA toolkit / binutils)")
+            return SKIP
+    found = {}
+    for b in ("bench_gemm_bf16", "bench_attention", "bench_sgemm"):
+        path = os.path.join(build, b)
+        if not os.path.exists(path):
+            print(f"SKIP  {path} not built")
+            return SKIP
+        found[b] = kernels(path)
+        if not found[b]:
+            print(f"SKIP  {path} has no sm_90a code (CMAKE_CUDA_ARCHITECTURES without 90a)")
+            return SKIP
+
+    g = found["bench_gemm_bf16"]
+    hopper_gemm = (r"^(void )?kl::hopper_gemm::((tma_store|cluster)::kernel<|\(anonymous namespace\)::"
+                   r"(k0[567]|k14)\(|\(anonymous namespace\)::k11<[48],)")
+    rule(g, hopper_gemm, 12, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
+    rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::k11<[12],", 2, "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
+    rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[0-4][<(]", 10, "gemm_bf16 part 1", need=("HMMA",))
+
+    a = found["bench_attention"]
+    rule(a, r"kl::hattn::fa_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))
+    rule(a, r"kl::flash::flash_mma_kernel<", 4, "attention mma.sync rungs 02/03", need=("HMMA",))
+    rule(a, r"kl::\(anonymous namespace\)::decode(09)?_kernel<", 4, "attention decode kernels", need=("HMMA",))
+
+    s = found["bench_sgemm"]
+    rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<64, 2, 8>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))
+
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
