@@ -17,6 +17,7 @@ Exits 77 (ctest: skipped) when cuobjdump or c++filt is missing or a binary has n
 example a build for sm_120 only); prints "N passed, M failed" and exits 1 on any failure.
 """
 import collections
+import glob
 import os
 import re
 import shutil
@@ -71,10 +72,26 @@ def rule(ks, pattern, minimum, what, need=(), forbid=()):
             check(c[op] == 0, f"{what}: {short} has no {op} ({c[op]})")
 
 
+def cuobjdump_dirs():
+    """Where cuobjdump may be besides PATH: the CUDA toolkit, or PyPI's nvidia-cuda-cuobjdump wheel
+    (which .ci/run installs: CI's toolkit has nvcc but may lack cuobjdump)."""
+    dirs = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")]
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("nvidia")
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            dirs += sorted(glob.glob(os.path.join(root, "cu*", "bin")))
+    except ImportError:
+        pass
+    return dirs
+
+
 def main(build):
-    cuda_bin = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin")
-    if shutil.which("cuobjdump") is None and os.path.exists(os.path.join(cuda_bin, "cuobjdump")):
-        os.environ["PATH"] = cuda_bin + os.pathsep + os.environ.get("PATH", "")
+    if shutil.which("cuobjdump") is None:
+        for d in cuobjdump_dirs():
+            if os.path.exists(os.path.join(d, "cuobjdump")):
+                os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
+                break
     for tool in ("cuobjdump", "c++filt"):
         if shutil.which(tool) is None:
             print(f"SKIP  {tool} not found (it ships with the CUDA toolkit / binutils)")
