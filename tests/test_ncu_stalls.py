@@ -6,29 +6,18 @@ refusal of a file that is not such an export. Prints "N passed, M failed"; exits
 """
 import os
 import re
-import subprocess
 import sys
 import tempfile
+
+from script_check import check, run_script, summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(os.path.dirname(HERE), "scripts", "ncu_stalls.py")
 FIXTURE = os.path.join(HERE, "fixtures", "ncu_source.csv")
-passed, failed = 0, 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("PASS  " + what)
-    else:
-        failed += 1
-        print("FAIL  " + what + ("\n      " + detail.replace("\n", "\n      ") if detail else ""))
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, SCRIPT] + list(args), capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return run_script(SCRIPT, *args)
 
 
 rc, out, err = run(FIXTURE, "--top", "2")
@@ -54,5 +43,4 @@ check(rc == 2 and "not an ncu" in err, "a CSV that is not an export: exit 2 with
 rc, out, err = run(FIXTURE, "--top", "-1")
 check(rc == 2, "--top -1 refused", err)
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(summary())

@@ -14,27 +14,17 @@ import shutil
 import subprocess
 import sys
 
+from script_check import check, run_script, summary
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 REPORT = os.path.join(ROOT, "scripts", "report.py")
 FIXTURES = sorted(glob.glob(os.path.join(HERE, "fixtures", "*.jsonl")))
 
-passed, failed = 0, 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("PASS  " + what)
-    else:
-        failed += 1
-        print("FAIL  " + what + ("\n      " + detail.replace("\n", "\n      ") if detail else ""))
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, REPORT] + list(args), capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return run_script(REPORT, *args)
 
 
 def fresh(path, files):
@@ -187,8 +177,7 @@ def main():
         check(p.returncode == 1 and "PyTorch is not installed" in p.stderr and "Traceback" not in p.stderr,
               "torch_baseline without PyTorch: clean message, exit 1", p.stderr)
 
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

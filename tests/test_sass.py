@@ -24,18 +24,9 @@ import shutil
 import subprocess
 import sys
 
+from script_check import check, summary
+
 SKIP = 77
-passed, failed = 0, 0
-
-
-def check(cond, what, detail=""):
-    global passed, failed
-    if cond:
-        passed += 1
-        print("PASS  " + what)
-    else:
-        failed += 1
-        print("FAIL  " + what + ("\n      " + detail.replace("\n", "\n      ") if detail else ""))
 
 
 def kernels(binary):
@@ -122,8 +113,7 @@ def main(build):
     s = found["bench_sgemm"]
     rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<64, 2, 8>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))
 
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
