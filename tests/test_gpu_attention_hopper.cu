@@ -26,6 +26,9 @@ struct Case {
   const char* what;
   int B, Hq, Hkv, Sq, Skv, D;
   bool causal;
+  // K amplitude rising along the keys (x0.25 at key 0 to x8 at the last): the row max grows by
+  // many exp2 units late in the KV loop, so the lazy rescale's O *= alpha path runs mid-loop.
+  bool rising = false;
 };
 
 std::string describe(const Case& c) {
@@ -104,17 +107,19 @@ Inputs make_inputs(const Case& c, unsigned seed) {
   Inputs in{c, {}, {}, {}, {}, {}, {}, {}};
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> U(-1.f, 1.f);
-  auto fill = [&](size_t n, std::vector<uint16_t>& b, std::vector<float>& f, float amp) {
+  auto fill = [&](size_t n, std::vector<uint16_t>& b, std::vector<float>& f, float amp,
+                  bool rise = false) {
     b.resize(n);
     f.resize(n);
     for (size_t i = 0; i < n; ++i) {
-      b[i] = to_bf16_bits(amp * U(rng));
+      const float key = float((i / c.D) % c.Skv) / float(c.Skv > 1 ? c.Skv - 1 : 1);
+      b[i] = to_bf16_bits((rise ? amp * (0.25f + 7.75f * key) : amp) * U(rng));
       f[i] = from_bf16_bits(b[i]);
     }
   };
   // Q amplitude 2: scores spread over several units so the softmax is far from uniform.
   fill(size_t(c.B) * c.Hq * c.Sq * c.D, in.qb, in.qf, 2.f);
-  fill(size_t(c.B) * c.Hkv * c.Skv * c.D, in.kb, in.kf, 2.f);
+  fill(size_t(c.B) * c.Hkv * c.Skv * c.D, in.kb, in.kf, 2.f, c.rising);
   fill(size_t(c.B) * c.Hkv * c.Skv * c.D, in.vb, in.vf, 1.f);
   in.ref = reference(c, in.qf, in.kf, in.vf);
   return in;
@@ -216,6 +221,9 @@ const Case kCases[] = {
     // 70 KV heads x 5 row tiles = 350 items > SMs: the persistent rungs (08, 10) go through
     // their tile counter, and every later case checks that the counter was reset.
     {"persistent: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 64, true},
+    {"rising scores: the row max moves late (rescale path)", 1, 2, 2, 200, 1500, 128, false, true},
+    {"rising scores causal GQA", 1, 4, 2, 700, 1100, 128, true, true},
+    {"rising scores D=64", 1, 2, 1, 300, 1300, 64, false, true},
 };
 
 // Inputs and reference per case, built once and shared by the six rungs.

@@ -133,6 +133,9 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::D / 2], const uint32_t (&
   for (int kk = 0; kk < C::BN / 16; ++kk) wg_rs_t<C::D>(o, pf[kk], db0 + ((kk * 16 * 128) >> 4));
 }
 
+// Lazy-rescale threshold (log2 units): P stays <= 2^8 between max updates.
+constexpr float kRescaleLog2 = 8.f;
+
 // Online softmax of one S tile, in place (S becomes P in fp32). Thread holds rows h = 0 (t/4)
 // and h = 1 (t/4 + 8) of its warp's 16; element s[4j + 2h + e] is column 8j + 2(t%4) + e.
 // m_run is the running max in raw score units; alpha[h] is how much O and l shrink.
@@ -175,10 +178,18 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
   float base[2], sum4[2][4] = {};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
+    // Lazy rescale (FlashAttention-4's trick): the running max moves only when the tile's max
+    // exceeds it by more than 2^kRescaleLog2 in exp2 units. Otherwise the stale max stays the
+    // reference, P is up to 2^8 (exact in fp32 sums, bf16 keeps its relative precision), alpha is
+    // exactly 1 and rescale_o skips the D/2 multiplies. O / l at the end is the same quotient.
+    // m_run = -inf: the difference is +inf (grow, alpha = exp2(-inf) = 0) or NaN when the tile is
+    // masked too (no grow: max stays -inf, base 0, P = 0).
+    const float ms_run = m_run[h] * sl;
+    const bool grow = mx[h] * sl - ms_run > kRescaleLog2;
+    if (grow) m_run[h] = mx[h];
     // A row with every key masked so far keeps max -inf: use 0 so exp2 gives 0, not NaN.
-    base[h] = (mx[h] == -INFINITY) ? 0.f : mx[h] * sl;
-    alpha[h] = fast_exp2(m_run[h] * sl - base[h]);  // m_run = -inf -> 0 (O and l are 0 anyway)
-    m_run[h] = mx[h];
+    base[h] = (m_run[h] == -INFINITY) ? 0.f : m_run[h] * sl;
+    alpha[h] = grow ? fast_exp2(ms_run - base[h]) : 1.f;
   }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
@@ -207,8 +218,12 @@ __device__ __forceinline__ void pack_p(const float (&s)[BN / 2], uint32_t (&pf)[
     for (int i = 0; i < 4; ++i) pf[kk][i] = pack_bf16x2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
 }
 
+// O *= alpha per row, skipped (warp-uniformly) when no row of the warp moved its max: with the
+// lazy rescale that is most KV tiles after the first, and these D/2 multiplies sit between the
+// retirement of P V and the next wgmma issue.
 template <int D>
-__device__ __forceinline__ void scale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+  if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
 #pragma unroll
   for (int j = 0; j < D / 8; ++j)
 #pragma unroll
@@ -466,7 +481,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
           }
           online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
                                 p.scale_log2, lane);
-          scale_o<C::D>(o, alpha);
+          rescale_o<C::D>(o, alpha);
           pack_p<C::BN>(s, pf);
           mbar_wait(&v_full[stage], ph);
           wgmma_fence();  // o and pf were written by ordinary instructions
@@ -537,7 +552,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
           wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
           __syncwarp();
           if (lane == 0) mbar_arrive(&v_empty[pstage]);
-          scale_o<C::D>(o, alpha);
+          rescale_o<C::D>(o, alpha);
           pack_p<C::BN>(s, pf);
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
