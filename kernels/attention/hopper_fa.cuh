@@ -23,7 +23,6 @@
 #include <climits>
 #include <cmath>
 #include <string>
-#include <type_traits>
 
 #include "attention/attention.h"
 #include "attention/attention_internal.h"
@@ -96,21 +95,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// 2^x on the FMA pipe (FlashAttention-4's offload of part of the exponentials from MUFU):
-// round-to-nearest through the 1.5 * 2^23 magic number splits x = r + f, f in [-0.5, 0.5]; a
-// degree-3 polynomial (relative-error fit, max 7.5e-5, under bf16's 2^-9 rounding of P) gives
-// 2^f, and r is added to its exponent field. The low bits of t hold r, so t << 23 is r << 23
-// (0x4B400000 << 23 wraps to 0). Clamped at -125 so the exponent never underflows: for finite
-// scores the result is then 2^x or, below 2^-125, at most 2.4e-38 (not 0). 9 FMA/ALU-pipe
-// instructions instead of one MUFU.EX2 (8 cycles of a sub-core's MUFU pipe per warp).
-__device__ __forceinline__ float exp2_fma(float x) {
-  x = fmaxf(x, -125.f);
-  const float t = __fadd_rn(x, 12582912.f);  // _rn: never reassociated or contracted
-  const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
-  const float p = fmaf(fmaf(fmaf(0.05517173f, f, 0.24261118f), f, 0.69326098f), f, 0.99992807f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 template <int N>
 __device__ __forceinline__ void wg_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
   if constexpr (N == 64) wgmma_ss_m64n64k16(d, da, db, acc);
@@ -151,16 +135,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::D / 2], const uint32_t (&
 
 // Lazy-rescale threshold (log2 units): P stays <= 2^8 between max updates.
 constexpr float kRescaleLog2 = 8.f;
-// EXPERIMENT knobs (fixed after the A/B): exponentials per 8 done by exp2_fma on tiles without a
-// mask; independent row-max / row-sum chains per row.
-#ifndef KL_ATTN_POLY8
-#define KL_ATTN_POLY8 0
-#endif
-#ifndef KL_ATTN_CHAINS
-#define KL_ATTN_CHAINS 4
-#endif
-constexpr int kPoly8 = KL_ATTN_POLY8;
-constexpr int kChains = KL_ATTN_CHAINS;
 
 // Online softmax of one S tile, in place (S becomes P in fp32). Thread holds rows h = 0 (t/4)
 // and h = 1 (t/4 + 8) of its warp's 16; element s[4j + 2h + e] is column 8j + 2(t%4) + e.
@@ -183,35 +157,25 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
   // Row max and row sum as 4 independent partial chains per row (j % 2, e & 1): a single chain of
   // BN/4 dependent FMNMX / FADD is ~4 cycles each of pure latency on the softmax's critical path
   // (ncu round 2: a third of the consumer stalls were fixed-latency dependencies).
-  // Chain of element (j, e): 2 * (j % (kChains / 2)) + (e & 1).
-  constexpr int NC = kChains;
-  float mx4[2][NC];
+  float mx4[2][4];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int k = 0; k < NC; ++k) mx4[h][k] = m_run[h];
+    for (int k = 0; k < 4; ++k) mx4[h][k] = m_run[h];
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float& m = mx4[e >> 1][2 * (j % (NC / 2)) + (e & 1)];
-      m = fmaxf(m, s[4 * j + e]);
-    }
+    for (int e = 0; e < 4; ++e)
+      mx4[e >> 1][2 * (j & 1) + (e & 1)] = fmaxf(mx4[e >> 1][2 * (j & 1) + (e & 1)], s[4 * j + e]);
   float mx[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int w = NC / 2; w >= 1; w /= 2)  // pairwise tree over the chains
-#pragma unroll
-      for (int k = 0; k < w; ++k) mx4[h][k] = fmaxf(mx4[h][k], mx4[h][k + w]);
-    mx[h] = mx4[h][0];
-  }
+  for (int h = 0; h < 2; ++h) mx[h] = fmaxf(fmaxf(mx4[h][0], mx4[h][1]), fmaxf(mx4[h][2], mx4[h][3]));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
     mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
   }
-  float base[2], sum4[2][NC] = {};
+  float base[2], sum4[2][4] = {};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // Lazy rescale (FlashAttention-4's trick): the running max moves only when the tile's max
@@ -227,30 +191,17 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
     base[h] = (m_run[h] == -INFINITY) ? 0.f : m_run[h] * sl;
     alpha[h] = grow ? fast_exp2(ms_run - base[h]) : 1.f;
   }
-  // Tiles without a mask send kPoly8 of every 8 exponentials to the FMA pipe (exp2_fma); masked
-  // tiles keep MUFU for all (ex2(-inf) = 0 exactly).
-  auto exps = [&](auto poly) {
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
+  for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float x = fmaf(s[4 * j + e], sl, -base[e >> 1]);
-        const float p = (decltype(poly)::value && (4 * j + e) % 8 < kPoly8) ? exp2_fma(x) : fast_exp2(x);
-        s[4 * j + e] = p;
-        sum4[e >> 1][2 * (j % (NC / 2)) + (e & 1)] += p;
-      }
-  };
-  if (kPoly8 > 0 && !do_mask) exps(std::true_type{});
-  else exps(std::false_type{});
+    for (int e = 0; e < 4; ++e) {
+      float p = fast_exp2(fmaf(s[4 * j + e], sl, -base[e >> 1]));
+      s[4 * j + e] = p;
+      sum4[e >> 1][2 * (j & 1) + (e & 1)] += p;
+    }
   float sum[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-#pragma unroll
-    for (int w = NC / 2; w >= 1; w /= 2)
-#pragma unroll
-      for (int k = 0; k < w; ++k) sum4[h][k] += sum4[h][k + w];
-    sum[h] = sum4[h][0];
-  }
+  for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
   // l stays a per-thread partial (quad-reduced once, in the epilogue)
   l_run[0] = l_run[0] * alpha[0] + sum[0];
   l_run[1] = l_run[1] * alpha[1] + sum[1];
