@@ -66,6 +66,10 @@ struct Cfg {
   static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
   // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
   // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
+  // The stale-max softmax (stale_softmax + its mma.sync fallback) on unmasked tiles of the
+  // overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
+  // spilled the loop counters).
+  static constexpr bool kStale = kOverlap && BN <= 128;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
@@ -205,6 +209,72 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
   // l stays a per-thread partial (quad-reduced once, in the epilogue)
   l_run[0] = l_run[0] * alpha[0] + sum[0];
   l_run[1] = l_run[1] * alpha[1] + sum[1];
+}
+
+// Stale-max fast path (tiles without a mask, after the item's first tile): P = exp2(s*sl - m*sl)
+// with the running max m as it stands, no row max at all (the 64 FMNMX + 4 SHFL of a 128-key tile
+// per thread). Safe as long as no P overflows the range the accumulators are happy with: each
+// thread checks its two row sums (P >= 0, so each P <= its row sum) against kStaleMax, and the warp
+// votes. True (warp-uniform): s holds P, l_run has the sums, O needs no rescale. False: s is
+// garbage (some P may be inf; m = -inf also lands here: x = +inf) and the caller recomputes S and
+// runs online_softmax, whose lazy rule then moves the max (a P > 2^11 means the tile's max exceeds
+// m by more than kRescaleLog2). 2^16: P V and l stay far inside fp32 (and bf16) range.
+constexpr float kStaleMax = 65536.f;
+template <int BN>
+__device__ __forceinline__ bool stale_softmax(float (&s)[BN / 2], const float (&m_run)[2],
+                                              float (&l_run)[2], float sl) {
+  const float base[2] = {m_run[0] * sl, m_run[1] * sl};
+  float sum4[2][4] = {};
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float p = fast_exp2(fmaf(s[4 * j + e], sl, -base[e >> 1]));
+      s[4 * j + e] = p;
+      sum4[e >> 1][2 * (j & 1) + (e & 1)] += p;
+    }
+  float sum[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
+  if (!__all_sync(0xffffffffu, sum[0] <= kStaleMax && sum[1] <= kStaleMax)) return false;  // NaN: false
+  l_run[0] += sum[0];
+  l_run[1] += sum[1];
+  return true;
+}
+
+// The fallback of stale_softmax: S = Q_wg K^T for this warp's 16 rows, recomputed with mma.sync
+// from the shared tiles (a wgmma in a branch would make ptxas serialize every wgmma of the
+// kernel). The m16n8k16 accumulator of key block j is exactly s[4j..4j+3] of the wgmma m64nBN
+// layout (rows g and g+8 of the warp's 16, columns 2(t%4), +1), so S lands where the wgmma put
+// it. Both tiles are 128B-swizzled panels: 16-byte chunk c of row r sits at c ^ (r & 7).
+template <class C>
+__device__ __forceinline__ void recompute_s(float (&s)[C::BN / 2], const uint8_t* q_wg,
+                                            const uint8_t* k_stage, int warp, int lane) {
+  // ldmatrix x4 rows: A = Q rows 0-7 / 8-15 (lane bit 3) x k chunk +0 / +1 (lane bit 4);
+  // B = keys +0-7 / +8-15 (lane bit 4) x k chunk +0 / +1 (lane bit 3).
+  const int qr = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, qc = lane >> 4;
+  const int kr = ((lane >> 4) << 3) + (lane & 7), kc = (lane >> 3) & 1;
+  // 32-bit shared-window addresses (a generic pointer costs two registers; BN = 176 runs at 240).
+  const uint32_t qrow = smem_u32(q_wg) + qr * 128;
+  const uint32_t krow = smem_u32(k_stage) + kr * 128;  // key 16 jp + kr: + 2048 jp, swizzle kr & 7
+#pragma unroll  // s is indexed by jp: a rolled loop would put it in local memory
+  for (int jp = 0; jp < C::BN / 16; ++jp) {
+    float* d0 = &s[8 * jp];
+    float* d1 = &s[8 * jp + 4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d0[e] = d1[e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < C::D / 16; ++kk) {
+      // k-step kk reads chunk 2 kk + {qc, kc}: panel kk / 4, swizzled 16-byte column in the panel
+      uint32_t a[4], b0[2], b1[2];
+      ldsm_x4(a[0], a[1], a[2], a[3],
+              qrow + (kk / 4) * (C::BM * 128) + (((2 * (kk % 4) + qc) ^ (qr & 7)) << 4));
+      ldsm_x4(b0[0], b0[1], b1[0], b1[1],
+              krow + jp * 2048 + (kk / 4) * (C::BN * 128) + (((2 * (kk % 4) + kc) ^ (kr & 7)) << 4));
+      mma_bf16_16816(*reinterpret_cast<float(*)[4]>(d0), a, b0);
+      mma_bf16_16816(*reinterpret_cast<float(*)[4]>(d1), a, b1);
+    }
+  }
 }
 
 // fp32 P (S accumulator layout) -> bf16 A fragments: k-block kk (keys 16kk..16kk+15) is accumulator
@@ -537,10 +607,16 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
           pp_end(n + 1);
           wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
           wgmma_fence_operands(s);
+          if (C::kStale && t < mask_from && stale_softmax<C::BN>(s, m_run, l_run, p.scale_log2)) {
+            alpha[0] = alpha[1] = 1.f;  // the max did not move: O needs no rescale
+          } else {
+            if (C::kStale && t < mask_from)  // a P overflowed the stale max: S again from smem
+              recompute_s<C>(s, q_wg, sK + stage * C::kKVBytes, warp, lane);
+            online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                                  p.scale_log2, lane);
+          }
           __syncwarp();
-          if (lane == 0) mbar_arrive(&k_empty[stage]);  // K(i) read
-          online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                                p.scale_log2, lane);
+          if (lane == 0) mbar_arrive(&k_empty[stage]);  // K(i) read (by the fallback too)
           // Keep the softmax before the wait for P(i-1)V(i-1): ptxas otherwise hoists that wait
           // into the middle of the masking code (seen in the SASS) and the overlap is lost. The
           // wait depends (by a branch) on l, which depends on every exp2 of the tile.
