@@ -205,39 +205,73 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     const __nv_bfloat16* Ks = KVs + (it % STAGES) * 2 * C::KV_ELEMS;
     const __nv_bfloat16* Vs = Ks + C::KV_ELEMS;
 
-    // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32
+    // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32; then the stale-max fast path
+    // (unmasked tiles after the piece's first): P = exp2(s*sl2 - m*sl2) with each row's max as it
+    // stands, no row max (BN/4 FMNMX + 2 SHFL per row and thread), if every row sum of the warp
+    // stays <= kStaleSumMax (softmax_online.cuh; a max of -inf gives P = inf and fails). On success
+    // O and l need no rescale (the max did not move); on failure the second pass computes S again
+    // from the same shared tile (no __syncthreads since) for the online softmax below. One rolled
+    // loop, so the S code exists once (two copies made ptxas spill at MT = 2, D = 128).
+    const int kv0 = n * BN;
+    const bool masked = kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off);
     float s[MT][BN / 8][4];
+    bool fast = false;
+#pragma unroll 1
+    for (int pass = masked || it == 0 ? 1 : 0; pass < 2 && !fast; ++pass) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
+        for (int j = 0; j < BN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t qa[MT][4];
-      if constexpr (MT == 1) {
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qa[MT][4];
+        if constexpr (MT == 1) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) qa[0][e] = qf[kk][e];
-      } else {
+          for (int e = 0; e < 4; ++e) qa[0][e] = qf[kk][e];
+        } else {
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt)
+            ldmatrix_x4(qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], Qs + (q_off ^ (kk << 4)) + mt * 16 * D);
+        }
+        const __nv_bfloat16* kp = Ks + (k_off ^ (kk << 4));
+#pragma unroll
+        for (int nj = 0; nj < BN / 16; ++nj) {
+          uint32_t b0[2], b1[2];
+          ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], kp + nj * 16 * D);
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {  // one K fragment feeds every m-tile of the warp
+            mma_bf16_16816(s[mt][2 * nj], qa[mt], b0);
+            mma_bf16_16816(s[mt][2 * nj + 1], qa[mt], b1);
+          }
+        }
+      }
+      if (pass == 0) {
+        float sum[MT][2];
+        bool ok = true;
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt)
-          ldmatrix_x4(qa[mt][0], qa[mt][1], qa[mt][2], qa[mt][3], Qs + (q_off ^ (kk << 4)) + mt * 16 * D);
-      }
-      const __nv_bfloat16* kp = Ks + (k_off ^ (kk << 4));
 #pragma unroll
-      for (int nj = 0; nj < BN / 16; ++nj) {
-        uint32_t b0[2], b1[2];
-        ldmatrix_x4(b0[0], b0[1], b1[0], b1[1], kp + nj * 16 * D);
+          for (int h = 0; h < 2; ++h) {
+            const float ofs = m[mt][h] * p.sl2;
+            sum[mt][h] = 0.f;
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {  // one K fragment feeds every m-tile of the warp
-          mma_bf16_16816(s[mt][2 * nj], qa[mt], b0);
-          mma_bf16_16816(s[mt][2 * nj + 1], qa[mt], b1);
+            for (int j = 0; j < BN / 8; ++j) {
+              s[mt][j][2 * h] = online_prob(s[mt][j][2 * h], ofs, p.sl2);
+              s[mt][j][2 * h + 1] = online_prob(s[mt][j][2 * h + 1], ofs, p.sl2);
+              sum[mt][h] += s[mt][j][2 * h] + s[mt][j][2 * h + 1];
+            }
+            ok = ok && sum[mt][h] <= kStaleSumMax;  // NaN / inf: false
+          }
+        fast = __all_sync(0xffffffffu, ok);
+        if (fast) {
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) l[mt][0] += sum[mt][0], l[mt][1] += sum[mt][1];
         }
       }
     }
 
     // ---- mask: keys past Skv (ragged tile) and, causal, keys past the row's diagonal
-    const int kv0 = n * BN;
-    if (kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off)) {
+    if (masked) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -257,6 +291,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
+        if (fast) continue;  // warp-uniform
         float mx = neg_inf_f();
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
@@ -279,7 +314,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
       }
     // Rescale O only when some row max of the warp moved (warp-uniform branch): after the first
     // few key tiles the running max rarely changes, and this is D/2 * MT multiplies per thread.
-    if (!__all_sync(0xffffffffu, same)) {
+    if (!fast && !__all_sync(0xffffffffu, same)) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll

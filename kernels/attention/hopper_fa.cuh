@@ -31,6 +31,7 @@
 #include "common/hopper.cuh"
 #include "common/hopper_attn.cuh"
 #include "common/mma.cuh"
+#include "common/softmax_online.cuh"
 #include "common/tma.h"
 
 namespace kl {
@@ -213,13 +214,11 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
 
 // Stale-max fast path (tiles without a mask, after the item's first tile): P = exp2(s*sl - m*sl)
 // with the running max m as it stands, no row max at all (the 64 FMNMX + 4 SHFL of a 128-key tile
-// per thread). Safe as long as no P overflows the range the accumulators are happy with: each
-// thread checks its two row sums (P >= 0, so each P <= its row sum) against kStaleMax, and the warp
-// votes. True (warp-uniform): s holds P, l_run has the sums, O needs no rescale. False: s is
-// garbage (some P may be inf; m = -inf also lands here: x = +inf) and the caller recomputes S and
-// runs online_softmax, whose lazy rule then moves the max (a P > 2^11 means the tile's max exceeds
-// m by more than kRescaleLog2). 2^16: P V and l stay far inside fp32 (and bf16) range.
-constexpr float kStaleMax = 65536.f;
+// per thread), if every row sum of the warp stays <= kStaleSumMax (common/softmax_online.cuh).
+// True (warp-uniform): s holds P, l_run has the sums, O needs no rescale. False: s is garbage
+// (some P may be inf; m = -inf also lands here: x = +inf) and the caller recomputes S and runs
+// online_softmax, whose lazy rule then moves the max (a P > 2^11 means the tile's max exceeds m by
+// more than kRescaleLog2).
 template <int BN>
 __device__ __forceinline__ bool stale_softmax(float (&s)[BN / 2], const float (&m_run)[2],
                                               float (&l_run)[2], float sl) {
@@ -236,7 +235,7 @@ __device__ __forceinline__ bool stale_softmax(float (&s)[BN / 2], const float (&
   float sum[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
-  if (!__all_sync(0xffffffffu, sum[0] <= kStaleMax && sum[1] <= kStaleMax)) return false;  // NaN: false
+  if (!__all_sync(0xffffffffu, sum[0] <= kStaleSumMax && sum[1] <= kStaleSumMax)) return false;  // NaN: false
   l_run[0] += sum[0];
   l_run[1] += sum[1];
   return true;

@@ -33,6 +33,13 @@ __device__ __forceinline__ float online_prob(float s, float offset, float sl2) {
   return exp2f(fmaf(s, sl2, -offset));
 }
 
+// Stale-max fast path (attention rungs 02/03 and the Hopper rungs): after a row's first tile, an
+// unmasked tile may skip its row max and take P = exp2(s * sl2 - m * sl2) with the max m as it
+// stands, if no P grew past this bound; each thread checks its row sums against it (P >= 0, so
+// every P is below its row sum) and the warp votes. 2^16 keeps P V and l far inside fp32 (and bf16)
+// range; a tile that fails is recomputed and goes through the max-based online softmax.
+constexpr float kStaleSumMax = 65536.f;
+
 // The 4 lanes of an mma.sync quad (lane % 4 = 0..3) share rows of the C fragment: reduce over them.
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
