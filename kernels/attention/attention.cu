@@ -91,23 +91,23 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 
 // The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
 // 08 everywhere while 05 was faster on every prefill shape). Prefill classes: causal or not, D, and
-// the KV length, short (Skv < 2048, between the measured 1024 and 4096) or long. H200 figures, same
-// run, us (final run, results/h200/dev/final-14647d0/attention.jsonl; B=16 S=512, B=8 S=1024, B=1 S>=4096, H=32):
-// - causal short: D=128 S=512 / 1024: 08 128.8 / 180.6 < 07 137.8 / 188.8 < 10 142.3 / 192.3;
-//   D=64 10 95.0 / 135.2 ~ 08 101.4 / 137.6 (10's D = 64 kernel is 08's config).
-// - causal long: D=128 S=4096 / 8192 / 16384: 10 245.6 / 970.0 / 3760.7 < 08 256.6 / 1000.5 /
-//   4043.0, 07 267.2 / 984.8 / 3823.8; GQA 32/8 S=4096 10 244.8 < 08 260.8; D=64 S=4096 / 8192
-//   10 199.4 / 729.4 < 08 201.3 / 741.9 < 07 219.5 / 742.2. D=64 S=16384 (Skv > 8192): 06 2704.8
-//   < 07 2734.7 < 08 2836.8 ~ 10 2837.0; again in results/h200/dev/batch2/apre/d64.jsonl: 06
-//   2693.6 < 07 2740.2 < 08 2832.4 < 10 2845.5 (S=8192 there: 10 730.8 ~ 08 731.3 ~ 06 737.5).
-// - non-causal short: D=128 S=512 / 1024: 10 167.0 / 271.8 < 07 172.1 / 272.9 < 08 191.0 / 281.9;
-//   D=64 10 121.0 / 208.7 ~ 08 121.6 / 209.9 < 07 134.1 / 214.5.
-// - non-causal long: D=128 S=4096 / 8192 / 16384: 07 443.9 / 1822.7 / 7307.3 < 06 444.9 / 1865.5 /
-//   7568.1 < 10 458.2 / 1885.4 / 7822.4 < 05, 08 (GQA 32/8 S=4096: 06 443.2 ~ 07 446.8); D=64
-//   S=4096 / 8192 / 16384: 06 347.8 / 1331.4 / 5295.8 ~ 07 352.0 / 1339.3 / 5280.2 < 05 < 08, 10.
-//   D=128 S=4096 again, 3 interleaved rounds (results/h200/dev/batch2/apre/il4.jsonl): 07 431.2 /
-//   464.8 / 466.9 < 06 443.6 / 477.0 / 480.6; none of the configs tried against 07 there (176-key
-//   tiles, 3 stages, see docs/attention.md Part 2) beat it by > 2%.
+// the KV length, short (Skv < 2048, between the measured 1024 and 4096) or long. Since the
+// stale-max softmax (BN = 128 rungs only; rung 10's 176-key D = 128 kernel has no room for it), the
+// lists come from results/h200/dev/attn_softmax/pick_fwd.jsonl and pick_rev.jsonl (every default
+// shape, rungs 6,7,8,10 and the reverse order, one process each; H200, us, best of the two; NVML
+// MHz moved between 1505 and 1980, so S >= 8192 rows are compared at equal clocks where they exist):
+// - causal short: D=128 S=512 / 1024: 08 127.6 / 168.4 < 07 130.8 / 175.7 < 06, 10; D=64 10 99.4 /
+//   130.9 ~ 08 100.4 / 130.7 (10's D = 64 kernel is 08's config) < 07.
+// - causal long, D=128: S=4096 08 220.6 < 10 237.2 < 07 241.6 < 06 243.5 (GQA 32/8: 08 221.6 <
+//   10 238.7); S=8192 at 1965-1980 MHz 08 793.9 < 06 809.7 < 07 816.6; S=16384 06 3286.6 (1964 MHz),
+//   07 3359.7 / 08 3395.6 (1665-1689 MHz): not settled, 08 kept first. D=64: S=4096 08 = 10 182.9 <
+//   06 191.8; S=8192 06 640.5 < 07 651.1 < 08 661.3; S=16384 06 2315.8 < 07 2385.9 < 08 2518.4, so
+//   causal D = 64 with Skv > 4096 -> 06.
+// - non-causal short: D=128 S=512 / 1024: 08 169.3 / 247.3 ~ 07 167.0-174.4 / 249.8 < 10 172.5 /
+//   267.3, 06; D=64 08 ~ 10 115.0 / 191.6, 06 126 / 190.3.
+// - non-causal long: 06 first at both D: D=128 S=4096 / 8192 / 16384 06 391.6 / 1505.0 / 6343.8 <
+//   07 394.1 / 1625.9 / 6452.2 < 08 403.8 / 1684.4 / 6697.7 < 10 (GQA 32/8 S=4096: 06 390.6 < 07
+//   394.1); D=64 06 301.1 / 1139.7 / 4463.0 < 07 307.6 / 1160.1 / 4575.7 < 08, 10.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps since request adec r2
 // (results/h200/dev/batch2/adec/dec_r2.jsonl); 03 was as fast or faster in event time on every
 // decode shape measured (B=1,Hkv=8,Skv=4096 13.2 vs 13.2 us; 2-7% faster on the >= 134 MB caches:
@@ -116,13 +116,13 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // sm_90a falls through to the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-constexpr int kPrefillD64LongKv = 8192;  // causal D = 64 with Skv above this: 06 first
+constexpr int kPrefillD64LongKv = 4096;  // causal D = 64 with Skv above this: 06 first
 const int kPrefillCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalLong[] = {10, 8, 7, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalVeryLongD64[] = {6, 7, 10, 8, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalShort[] = {10, 7, 8, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLong[] = {7, 6, 10, 5, 8, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLongD64[] = {6, 7, 5, 10, 8, 4, 3, 2, 1, 0};
+const int kPrefillCausalLong[] = {8, 10, 7, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillCausalVeryLongD64[] = {6, 7, 8, 10, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLong[] = {6, 7, 8, 10, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 10, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
 static_assert(sizeof kPrefillCausalShort == 10 * sizeof(int) && sizeof kPrefillCausalLong == 10 * sizeof(int) &&
                   sizeof kPrefillCausalVeryLongD64 == 10 * sizeof(int) &&
