@@ -46,6 +46,10 @@
 // moved (not measured alone). PDL on the decode kernel: graph 15.1 -> 14.3 us there (r1 build,
 // nopdl_r1.jsonl vs dec_r1.jsonl).
 // Prefill: see rung 02 (same kernel).
+// Since 9dd5fcb (the stale-max softmax of flash_mma.cuh at D = 128, docs/attention.md log item 12):
+// full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
+// causal / non-causal, S=8192 340.4 / 345.0; decode unchanged (55% of copy at 16.8 MB, 80% at 67 MB,
+// 88-89% at 134 MB, 100-105% from 537 MB).
 #include <algorithm>
 #include <climits>
 

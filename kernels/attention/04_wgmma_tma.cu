@@ -12,10 +12,13 @@
 // only way to reach Hopper tensor-core rates; TMA removes the address arithmetic of cp.async.
 // Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 399 / 520
 // TFLOP/s causal / non-causal, S=8192 488 / 535, D=64 S=4096 non-causal 341 (round 1: 415 / 515).
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 418.7 [1980] /
 // 506.4 [1926] TFLOP/s causal / non-causal, S=8192 479.3 [1903] / 492.3 [1782], D=64 S=4096
 // non-causal 340.6 [1980].
+// Since 9dd5fcb (lazy rescale, docs/attention.md log item 10; this rung has no stale-max path):
+// full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 422.6 [1980] / 515.7 [1938]
+// TFLOP/s causal / non-causal, S=8192 477.0 [1920] / 497.3 [1839], D=64 S=4096 non-causal 333.2.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

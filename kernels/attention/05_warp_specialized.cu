@@ -9,10 +9,13 @@
 // Round 2: K and V slots released separately (K when S retired, V after P V; see hopper_fa.cuh).
 // Measured (H200, round 2 request 1, results/h200/dev/batch/attn2/prefill.jsonl): S=4096 D=128 455 / 589
 // TFLOP/s causal / non-causal, S=8192 555 / 580, D=64 S=4096 non-causal 395 (round 1: 468 / 565).
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 456.8 [1971] /
 // 544.2 [1920] TFLOP/s causal / non-causal, S=8192 502.0 [1890] / 539.2 [1797], D=64 S=4096
 // non-causal 397.3 [1980].
+// Since 9dd5fcb (lazy rescale, docs/attention.md log item 10; no stale-max path without the
+// overlapped loop): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 465.4 [1968] /
+// 559.7 [1931] TFLOP/s causal / non-causal, S=8192 514.8 [1890] / 546.3 [1749], D=64 384.3.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

@@ -10,10 +10,15 @@
 // 05 (347 / 403): one shared K/V "empty" barrier per stage, released after P(t)V(t), which the
 // overlapped loop holds into iteration t+1 -> with 2 stages the producer had no tile of lookahead
 // and every K tile's TMA latency was exposed. Fixed by the separate k_empty / v_empty barriers.
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 513.7 [1965] /
 // 608.1 [1848] TFLOP/s causal / non-causal, S=8192 546.4 [1828] / 594.9 [1758], D=64 S=4096
 // non-causal 405.8 [1980].
+// Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
+// A/B of the stale-max change -9.2% time at S=4096 non-causal): full run of 9dd5fcb
+// (results/h200/attention.jsonl) S=4096 D=128 552.6 [1965] / 680.7 [1905] TFLOP/s causal /
+// non-causal (1.00x cuDNN in this run, 1.047x in the A/B's same call), S=8192 604.1 [1821] / 658.1
+// [1659], D=64 S=4096 non-causal 460.0 [1980]. The entry point's non-causal long pick since.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

@@ -12,10 +12,15 @@
 // Pays only at S=4096 causal (+3% over 06) and D=64: with the intra-warpgroup overlap fixed, 06
 // already hides most of the softmax under its own P V; the token hand-off costs a bar.sync per
 // batch and serializes the two warpgroups' issue. Kept: rung 08 builds on it.
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 489.3 [1965] /
 // 589.2 [1845] TFLOP/s causal / non-causal, S=8192 506.1 [1693] / 602.1 [1708], D=64 S=4096
 // non-causal 392.4 [1980].
+// Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
+// A/B -8.1% time at S=4096 non-causal): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096
+// D=128 551.4 [1965] / 639.8 [1883] TFLOP/s causal / non-causal, S=8192 577.8 [1638] / 655.9
+// [1638], D=64 S=4096 non-causal 450.5 [1980]. With the shorter softmax the ping-pong no longer
+// beats 06 (whose two warpgroups issue freely).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

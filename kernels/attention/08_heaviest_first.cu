@@ -21,10 +21,15 @@
 // non-causal (07: 496.8 [1968] / 585.6 [1860]); S=8192 503.4 / 541.1 (07 522.4 / 605.6, 1690-1780);
 // D=64 S=4096 347.2 / 370.0 (07 313.5 / 390.0, 1980). The non-causal loss stayed with 8 MB groups
 // and with the grid's own order (docs/attention.md, part 2, log item 7): not the L2 order.
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 527.4 [1882] /
 // 556.1 [1770] TFLOP/s causal / non-causal, S=8192 511.8 [1631] / 542.8 [1707], D=64 S=4096
 // non-causal 371.1 [1980].
+// Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
+// A/B -8.4% time at S=4096 causal): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128
+// 594.8 [1875] / 605.6 [1680] TFLOP/s causal / non-causal (causal: 1.11x cuDNN in this run, 1.17x
+// in the A/B's same call), S=8192 547.1 [1533] / 625.5 [1650], D=64 S=4096 non-causal 413.8. The
+// entry point's causal long pick since (was rung 10).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

@@ -11,10 +11,15 @@
 // S=4096 D=128 553 / 594 TFLOP/s causal / non-causal (08: 556 / 588), S=8192 566 / 572. Does not
 // pay: 240 registers per consumer thread and a ragged last tile (4096 = 23.3 x 176) eat the
 // amortized per-tile costs. Kept as a measured step (FA3's non-causal tile).
-// Full run of 8d4cb50 (results/h200/attention.jsonl; after 3f441c8's one-descriptor-per-operand
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/attention.jsonl; after 3f441c8's one-descriptor-per-operand
 // change, docs/attention.md log item 9; NVML MHz in brackets): S=4096 D=128 541.3 [1845] /
 // 573.2 [1774] TFLOP/s causal / non-causal, S=8192 554.3 [1648] / 578.9 [1641], D=64 S=4096
 // non-causal 371.6 [1980].
+// Since 9dd5fcb: lazy rescale only at D = 128 (docs/attention.md log items 10-11: the stale-max
+// fallback does not fit next to the 176-key tile's 240 registers; ptxas spilled), both changes at
+// D = 64 (08's config). Full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 548.1
+// [1830] / 561.2 [1687] TFLOP/s causal / non-causal, S=8192 535.4 [1515] / 573.4 [1614], D=64
+// S=4096 non-causal 413.1 [1980]: now behind 08 at D = 128, so no longer the causal pick.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

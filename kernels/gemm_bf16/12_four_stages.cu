@@ -18,7 +18,7 @@
 // 8192^3 (08: 792, cuBLAS 802: 1.007x), 783 at 4096x11008x4096 (cuBLAS 781), 817 at
 // 4096x4096x11008 (cuBLAS 829), 632 at 2048^3 (08: 614, cuBLAS 644).
 // Code: tma_store_gemm.cuh (rung 08's kernel), instantiated with STAGES = 4 and two passes.
-// Full run of 8d4cb50 (results/h200/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
 // 2048^3 641.0 [1980] (0.983x cuBLAS [1980]); 4096^3 781.8 [1950] (0.989x cuBLAS [1980]);
 // 8192^3 697.6 [1940] (1.015x cuBLAS [1734]); 4096x11008x4096 772.4 [1934] (1.065x cuBLAS [1965]);
 // 4096x4096x11008 806.7 [1793] (0.987x cuBLAS [1965]).

@@ -16,7 +16,7 @@
 // Measured (H200, 2026-11-29, gemm2 request 1, still with 09's membar bug): 455 TF at 4096^3
 // (12: 793): the depth was not the problem. With mbar_arrive_remote: request 2.
 // Code: cluster_gemm.cuh (rung 09's kernel), instantiated with STAGES = 4 and two passes.
-// Full run of 8d4cb50 (results/h200/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
 // 2048^3 617.8 [1980] (0.947x cuBLAS [1980]); 4096^3 784.7 [1965] (0.993x cuBLAS [1980]);
 // 8192^3 698.7 [1919] (1.016x cuBLAS [1734]); 4096x11008x4096 776.9 [1950] (1.071x cuBLAS [1965]);
 // 4096x4096x11008 810.0 [1920] (0.991x cuBLAS [1965]).

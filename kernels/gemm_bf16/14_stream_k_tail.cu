@@ -50,7 +50,7 @@
 // timings, not profiled). The plan above (fit to these rows) is 12's schedule on four of the five
 // shapes and the one-tile hybrid on 4096x11008x4096 (the one-tile row's figure); the auto pick
 // keeps rung 12 (gain within ~2x the 1% noise, one sample).
-// Full run of 8d4cb50 (results/h200/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
 // 2048^3 636.1 [1980] (0.975x cuBLAS [1980]); 4096^3 781.4 [1965] (0.988x cuBLAS [1980]);
 // 8192^3 688.6 [1840] (1.002x cuBLAS [1734]); 4096x11008x4096 784.6 [1965] (1.082x cuBLAS [1965]);
 // 4096x4096x11008 806.4 [1860] (0.986x cuBLAS [1965]).

@@ -16,7 +16,7 @@
 // 48.2 vs 46.0 (+4.7%; 0.96x), 4096x4096x11008 48.2 vs 46.6 (+3.3%; 0.95x). Unrolled by 4 instead:
 // 48.0 / 48.3 / 47.1 / 48.1; by 2: 45.5-46.8; 32-deep tiles in 2 stages: 46.7-47.8.
 // The default bench of d7dc698 (results/h200/dev/final-14647d0/sgemm.jsonl): 48.0 / 49.3 / 48.2 / 48.2 TFLOP/s.
-// Full run of 8d4cb50 (results/h200/sgemm.jsonl, 1980 MHz): 47.5 / 49.1 / 48.1 / 47.6 TFLOP/s against
+// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/sgemm.jsonl, 1980 MHz): 47.5 / 49.1 / 48.1 / 47.6 TFLOP/s against
 // cuBLAS 51.4 / 51.3 / 50.2 / 50.9 (0.92 / 0.96 / 0.96 / 0.94x); docs/sgemm.md has the stall analysis.
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (rung 08 takes the rest).
 #include "ak.cuh"
