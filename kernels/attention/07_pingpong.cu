@@ -19,8 +19,8 @@
 // Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
 // A/B -8.1% time at S=4096 non-causal): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096
 // D=128 551.4 [1965] / 639.8 [1883] TFLOP/s causal / non-causal, S=8192 577.8 [1638] / 655.9
-// [1638], D=64 S=4096 non-causal 450.5 [1980]. With the shorter softmax the ping-pong no longer
-// beats 06 (whose two warpgroups issue freely).
+// [1638], D=64 S=4096 non-causal 450.5 [1980]. With the shorter softmax the ping-pong's lead over
+// 06 shrank (S=4096 causal: ~3% before, 0-1% in the stale-max A/B) and 06 is ahead non-causal.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

@@ -95,7 +95,7 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // stale-max softmax (BN = 128 rungs only; rung 10's 176-key D = 128 kernel has no room for it), the
 // lists come from results/h200/dev/attn_softmax/pick_fwd.jsonl and pick_rev.jsonl (every default
 // shape, rungs 6,7,8,10 and the reverse order, one process each; H200, us, best of the two; NVML
-// MHz moved between 1505 and 1980, so S >= 8192 rows are compared at equal clocks where they exist):
+// MHz on the prefill rows moved between 1559 and 1980, so S >= 8192 rows are compared at equal clocks where they exist):
 // - causal short: D=128 S=512 / 1024: 08 127.6 / 168.4 < 07 130.8 / 175.7 < 06, 10; D=64 10 99.4 /
 //   130.9 ~ 08 100.4 / 130.7 (10's D = 64 kernel is 08's config) < 07.
 // - causal long, D=128: S=4096 08 220.6 < 10 237.2 < 07 241.6 < 06 243.5 (GQA 32/8: 08 221.6 <
