@@ -83,11 +83,7 @@ __global__ void __launch_bounds__(Cfg09<D>::THREADS, 1) decode09_kernel(const __
   const int n = static_cast<int>(static_cast<long long>(n_tiles) * (w.split + 1) / p.splits) - n_begin;
 
   if (tid == 0) {
-    for (int s = 0; s < C::STAGES; ++s) {
-      mbar_init(&full[s], 1);             // the producer's arrive.expect_tx
-      mbar_init(&empty[s], dec::kWarps);  // one arrival per consumer warp
-    }
-    fence_barrier_init();
+    mbar_ring_init(full, empty, C::STAGES, dec::kWarps);  // one arrival per consumer warp
   }
   __syncthreads();
   // Programmatic dependent launch: Q, K, V may be written by the previous kernel in the stream.

@@ -90,6 +90,31 @@ int resident_blocks_per_sm(const void* kernel, int threads, size_t smem_bytes) {
   return n;
 }
 
+int resident_clusters(const void* kernel, int cluster, int threads, size_t smem_bytes) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, int, size_t, int>, int> cache;
+  const auto key = std::make_tuple(kernel, cluster, threads, smem_bytes, device_info().id);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cluster * (device_info().sms / cluster), 1, 1);
+  cfg.blockDim = dim3(threads, 1, 1);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cluster, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess || n < 1) {
+    cudaGetLastError();  // clear; assume every SM can host one CTA
+    n = device_info().sms / cluster;
+  }
+  cache.emplace(key, n);
+  return n;
+}
+
 std::string require_sm90a(const DeviceInfo& d) {
   if (!d.is_hopper())
     return "needs sm_90a (Hopper wgmma/TMA); device is sm_" + std::to_string(d.cc());

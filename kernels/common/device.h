@@ -49,4 +49,11 @@ std::string require_sm90a(const DeviceInfo& d);
 // have opted the kernel into `smem_bytes` (cudaFuncSetAttribute). 0 when no block fits.
 int resident_blocks_per_sm(const void* kernel, int threads, size_t smem_bytes);
 
+// Thread-block clusters of `cluster` CTAs that run at once (cudaOccupancyMaxActiveClusters) for
+// `kernel` with `threads` threads and `smem_bytes` of dynamic shared memory on the current device,
+// cached like resident_blocks_per_sm. GPCs whose SM count is not a multiple of the cluster size
+// leave SMs idle, so this can be below #SMs / cluster. If the query fails (or says 0) the answer
+// is #SMs / cluster. The caller must already have opted the kernel into `smem_bytes`.
+int resident_clusters(const void* kernel, int cluster, int threads, size_t smem_bytes);
+
 }  // namespace kl

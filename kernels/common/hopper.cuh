@@ -38,6 +38,17 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
 __device__ __forceinline__ void fence_barrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+// A full/empty ring of `stages` slots: full[s] completes on the producer's one arrive.expect_tx
+// (plus the TMA bytes), empty[s] on `consumer_arrivals` releases; then the init fence. One thread
+// calls it, and a block (or cluster) barrier follows before any use.
+__device__ __forceinline__ void mbar_ring_init(uint64_t* full, uint64_t* empty, int stages,
+                                               uint32_t consumer_arrivals) {
+  for (int s = 0; s < stages; ++s) {
+    mbar_init(&full[s], 1);
+    mbar_init(&empty[s], consumer_arrivals);
+  }
+  fence_barrier_init();
+}
 __device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(hp_smem_u32(bar)) : "memory");
 }

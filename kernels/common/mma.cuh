@@ -29,18 +29,16 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // ldmatrix: each of the 32 lanes supplies one 16-byte row address; returns 8x8 b16 tiles in the
 // mma fragment layout. .trans transposes each 8x8 tile (V in attention, row-major B in GEMMs).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
-                                            const void* smem_row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(smem_u32(smem_row)));
-}
-// The same from a 32-bit shared-window address (smem_u32), for register-tight callers.
+// From a 32-bit shared-window address (smem_u32): register-tight callers keep their addresses so.
 __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
                                         uint32_t smem_addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(smem_addr));
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3,
+                                            const void* smem_row) {
+  ldsm_x4(r0, r1, r2, r3, smem_u32(smem_row));
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, uint32_t& r2,
                                                   uint32_t& r3, const void* smem_row) {

@@ -184,11 +184,7 @@ __global__ void __launch_bounds__(THREADS, 2)
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
-    for (int s = 0; s < stages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], active);
-    }
-    fence_barrier_init();
+    mbar_ring_init(full, empty, stages, active);
   }
   __syncthreads();
 
@@ -380,35 +376,13 @@ __global__ void __launch_bounds__(THREADS, 2)
 #endif
 }
 
-// Clusters of S CTAs the device runs at once with `smem` bytes of dynamic shared memory per CTA,
-// cached per (device, S, smem): GPCs with SM counts not divisible by S leave SMs idle, so at
+// Clusters of S CTAs the device runs at once with `smem` bytes of dynamic shared memory per CTA
+// (kl::resident_clusters, cached): GPCs with SM counts not divisible by S leave SMs idle, so at
 // SMEM_OPTIN (1 CTA/SM) this can be < #SMs / S (H200: clusters of 4 and 8 do not cover 128 SMs).
 int active_clusters(int S, int smem = SMEM_OPTIN) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, int>, int> cache;
-  int dev = 0;
-  KL_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find({dev, S, smem});
-  if (it != cache.end()) return it->second;
   const void* fn = reinterpret_cast<const void*>(&k11<8, 64, 2>);
   opt_in_smem(fn, SMEM_OPTIN);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(S * (device_info().sms / S), 1, 1);
-  cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = S, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, k11<8, 64, 2>, &cfg) != cudaSuccess || n < 1) {
-    cudaGetLastError();  // clear; assume every SM can host one CTA
-    n = device_info().sms / S;
-  }
-  cache.emplace(std::make_tuple(dev, S, smem), n);
-  return n;
+  return resident_clusters(fn, S, THREADS, smem);
 }
 
 struct Cfg11 {

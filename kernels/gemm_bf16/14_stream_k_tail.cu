@@ -152,11 +152,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
     tma_prefetch_desc(&tmC);
-    for (int i = 0; i < STAGES; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], CONSUMER_WARPS);
-    }
-    fence_barrier_init();
+    mbar_ring_init(full, empty, STAGES, CONSUMER_WARPS);
   }
   __syncthreads();
 

@@ -4,8 +4,6 @@
 // header: the multicast, the cluster-wide empty barriers, the expect-tx ordering); this is the code
 // they share. The tile, roles and epilogue are those of tma_store_gemm.cuh.
 #pragma once
-#include <map>
-#include <mutex>
 
 #include "gemm_bf16/hopper_gemm.cuh"
 
@@ -57,11 +55,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
     tma_prefetch_desc(&tmC);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CONSUMER_WARPS * CLUSTER);
-    }
-    fence_barrier_init();
+    mbar_ring_init(full, empty, STAGES, CONSUMER_WARPS * CLUSTER);
   }
   cluster_sync();  // both CTAs' barriers initialised before any multicast or remote arrive
 
@@ -121,33 +115,9 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 // empty wave. Queried once per device (no API call on later launches: graph-capturable).
 template <int STAGES, int PASSES>
 int max_active_clusters() {
-  constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
-  static std::mutex mu;
-  static std::map<int, int> cache;
-  int dev = 0;
-  KL_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(dev);
-  if (it != cache.end()) return it->second;
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(CLUSTER * (device_info().sms / CLUSTER), 1, 1);
-  cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = SMEM;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = CLUSTER, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel<STAGES, PASSES>, &cfg) != cudaSuccess || n < 1) {
-    cudaGetLastError();  // clear; fall back to the SM count
-    n = device_info().sms / CLUSTER;
-  }
-  cache.emplace(dev, n);
-  return n;
+  return resident_clusters(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), CLUSTER, THREADS,
+                           smem_bytes<STAGES, PASSES>());
 }
-
 
 template <int STAGES, int PASSES>
 std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {

@@ -54,11 +54,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
     tma_prefetch_desc(&tmC);
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], CONSUMER_WARPS);
-    }
-    fence_barrier_init();
+    mbar_ring_init(full, empty, STAGES, CONSUMER_WARPS);
   }
   __syncthreads();
 
