@@ -34,6 +34,12 @@
 #include "common/softmax_online.cuh"
 #include "common/tma.h"
 
+// Largest KV tile that takes the stale-max softmax (experiment knob: -DKL_STALE_BN=176 turns it on
+// for rung 10's 176-key tile too).
+#ifndef KL_STALE_BN
+#define KL_STALE_BN 128
+#endif
+
 namespace kl {
 namespace hattn {
 
@@ -70,7 +76,7 @@ struct Cfg {
   // The stale-max softmax (stale_softmax + its mma.sync fallback) on unmasked tiles of the
   // overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
   // spilled the loop counters).
-  static constexpr bool kStale = kOverlap && BN <= 128;
+  static constexpr bool kStale = kOverlap && BN <= KL_STALE_BN;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
@@ -465,7 +471,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
 
   // ---------------- consumer warpgroups
   if constexpr (C::kWS && C::kConsumers == 2) setmaxnreg_inc<C::kConsumerRegs>();
-  const int c = C::kWS ? wg - 1 : wg;  // consumer index: rows 64c..64c+63 of the tile
+  // consumer index: rows 64c..64c+63 of the tile. Through redux.sync, whose result lands in a
+  // uniform register: ptxas then builds Q's wgmma descriptors on the uniform datapath instead of
+  // keeping 16 of them in vector registers and moving each with R2UR before its HGMMA.
+  const int c = int(__reduce_max_sync(0xffffffffu, unsigned(C::kWS ? wg - 1 : wg)));
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const int r_lo = c * 64 + warp * 16 + lane / 4;  // tile row of h = 0; h = 1 is r_lo + 8
   const uint8_t* q_wg = sQ + c * (64 * 128);       // this warpgroup's 64 rows in every panel
@@ -476,7 +485,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
     int bh, m_blk;
     if constexpr (C::kPersistent) {
       mbar_wait(q_full, items & 1);
-      const int w = *item_slot;
+      // The item comes from shared memory, so ptxas treated it, n and the ring position `it` (n
+      // summed over items) as per-thread values and ran the loop's stage arithmetic and K/V wgmma
+      // descriptors in vector registers: 64-bit adds and an R2UR pair before every HGMMA, 1274
+      // SASS instructions per KV tile of the D = 128 loop against 1177 in rung 07. redux.sync
+      // writes a uniform register (the values are warp-uniform anyway): 1187, no R2UR.
+      const int w = __reduce_max_sync(0xffffffffu, *item_slot);
       if (w < 0) break;
       persistent_item(p, w, bh, m_blk);
     } else {
@@ -484,6 +498,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
     }
     const TileRange tr = tile_range<C>(p, m_blk);
     const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
+    if constexpr (C::kPersistent) it = int(__reduce_max_sync(0xffffffffu, unsigned(it)));  // see w
 
     // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before
     // each batch of wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads:
