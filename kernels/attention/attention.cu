@@ -92,22 +92,28 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
 // 08 everywhere while 05 was faster on every prefill shape). Prefill classes: causal or not, D, and
 // the KV length, short (Skv < 2048, between the measured 1024 and 4096) or long. Since the
-// stale-max softmax (BN = 128 rungs only; rung 10's 176-key D = 128 kernel has no room for it), the
-// lists come from results/h200/dev/attn_softmax/pick_fwd.jsonl and pick_rev.jsonl (every default
-// shape, rungs 6,7,8,10 and the reverse order, one process each; H200, us, best of the two; NVML
-// MHz on the prefill rows moved between 1559 and 1980, so S >= 8192 rows are compared at equal clocks where they exist):
-// - causal short: D=128 S=512 / 1024: 08 127.6 / 168.4 < 07 130.8 / 175.7 < 06, 10; D=64 10 99.4 /
-//   130.9 ~ 08 100.4 / 130.7 (10's D = 64 kernel is 08's config) < 07.
-// - causal long, D=128: S=4096 08 220.6 < 10 237.2 < 07 241.6 < 06 243.5 (GQA 32/8: 08 221.6 <
-//   10 238.7); S=8192 at 1965-1980 MHz 08 793.9 < 06 809.7 < 07 816.6; S=16384 06 3286.6 (1964 MHz),
-//   07 3359.7 / 08 3395.6 (1665-1689 MHz): not settled, 08 kept first. D=64: S=4096 08 = 10 182.9 <
-//   06 191.8; S=8192 06 640.5 < 07 651.1 < 08 661.3; S=16384 06 2315.8 < 07 2385.9 < 08 2518.4, so
-//   causal D = 64 with Skv > 4096 -> 06.
-// - non-causal short: D=128 S=512 / 1024: 08 169.3 / 247.3 ~ 07 167.0-174.4 / 249.8 < 10 172.5 /
-//   267.3, 06; D=64 08 ~ 10 115.0 / 191.6, 06 126 / 190.3.
-// - non-causal long: 06 first at both D: D=128 S=4096 / 8192 / 16384 06 391.6 / 1505.0 / 6343.8 <
-//   07 394.1 / 1625.9 / 6452.2 < 08 403.8 / 1684.4 / 6697.7 < 10 (GQA 32/8 S=4096: 06 390.6 < 07
-//   394.1); D=64 06 301.1 / 1139.7 / 4463.0 < 07 307.6 / 1160.1 / 4575.7 < 08, 10.
+// uniform-datapath change (Part 2 log item 13: the persistent rungs 08/10 lost their per-tile
+// R2UR/64-bit descriptor arithmetic), the lists come from results/h200/dev/attn_uniform/pick_6.jsonl
+// and pick_a.jsonl (every default shape, rungs 6,7,8,10,auto and the reverse order, one process
+// each; H200, us, first / second run; rows early in a process run cooler and faster, so a rung is
+// compared with the rows that ran in the same position):
+// - causal, every length and D: 08 first. D=128 S=512 / 1024 / 4096: 08 122.3 / 160.2 / 210.9 <
+//   10 233.1 (S=4096) < 07 130.1 / 174.8 / 240.2, 06 131.6 / 175.6 / 237.7 (second run within 1%);
+//   S=8192 at 1965 MHz 06 802.6 (first row of its process) ~ 08 807.1 (second row of its process);
+//   S=16384 08 3279.9 / 3268.6 < 06 3386.3 / 3323.5, 07. D=64: S=4096 08 166.9 / 167.8 < 07, 06
+//   194.5-199.4; S=8192 08 598.8 / 603.4 < 06 638.3 / 639.1 (all at 1965 MHz; before the change 06
+//   led here, so causal D = 64 with Skv > 4096 went to 06); S=16384 08 2352.1 / 2353.0 ~ 06 2344.9 /
+//   2357.5. GQA 32/8 S=4096: 08 210.0 / 209.2 < 06, 07 238.5-245.8. (Rung 10's D = 64 kernel is 08's
+//   configuration: 10 and 08 tie at D = 64.)
+// - non-causal short: D=128 S=512 / 1024: 08 163.1 / 235.5 < 07 172.8 / 243.2 < 06, 10; D=64 08 ~ 10
+//   107.5-108.1 / 177.5-177.6 < 07 122.7 / 192.7 < 06.
+// - non-causal long: 06 first at both D (08 came within 0.3-2% at S = 4096 where it ran early in its
+//   process, and 7% behind at S = 8192): D=128 S=4096 06 381.7 (first) vs 08 382.8 (second) and 07 384.5 (second); GQA 32/8
+//   06 375.9 (first) vs 08 382.7 (second); S=8192 06 1449.0 (first) < 08 1546.7 (second); D=64
+//   S=4096 06 301.2-302.2 ~ 10, 08 301.9-304.5; S=8192 06 1128.2 / 1145.6 < 10 1157.8 / 1165.4 < 07,
+//   08; S=16384 06 4496.1 / 4576.5 < 07 4656.1 / 4661.2 < 10, 08.
+// (Before, from results/h200/dev/attn_softmax/pick_*.jsonl: the same lists except causal D = 64 with
+// Skv > 4096 -> 06, which led there by 2-8% while 08 paid the per-tile R2UR arithmetic.)
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps since request adec r2
 // (results/h200/dev/batch2/adec/dec_r2.jsonl); 03 was as fast or faster in event time on every
 // decode shape measured (B=1,Hkv=8,Skv=4096 13.2 vs 13.2 us; 2-7% faster on the >= 134 MB caches:
@@ -116,16 +122,13 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // sm_90a falls through to the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-constexpr int kPrefillD64LongKv = 4096;  // causal D = 64 with Skv above this: 06 first
 const int kPrefillCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
 const int kPrefillCausalLong[] = {8, 10, 7, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalVeryLongD64[] = {6, 7, 8, 10, 5, 4, 3, 2, 1, 0};
 const int kPrefillNonCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
 const int kPrefillNonCausalLong[] = {6, 7, 8, 10, 5, 4, 3, 2, 1, 0};
 const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 10, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
 static_assert(sizeof kPrefillCausalShort == 10 * sizeof(int) && sizeof kPrefillCausalLong == 10 * sizeof(int) &&
-                  sizeof kPrefillCausalVeryLongD64 == 10 * sizeof(int) &&
                   sizeof kPrefillNonCausalShort == 10 * sizeof(int) &&
                   sizeof kPrefillNonCausalLong == 10 * sizeof(int) &&
                   sizeof kPrefillNonCausalLongD64 == 10 * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
@@ -151,7 +154,7 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
   if (args.Skv < kPrefillShortKv)
     order = args.causal ? kPrefillCausalShort : kPrefillNonCausalShort;
   else if (args.causal)
-    order = args.D == 64 && args.Skv > kPrefillD64LongKv ? kPrefillCausalVeryLongD64 : kPrefillCausalLong;
+    order = kPrefillCausalLong;
   else if (args.D == 64)
     order = kPrefillNonCausalLongD64;
   if (const auto* r = first_supported(order, 10)) return r;
