@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
   // before us in the stream, so nothing is read before the wait; the trigger lets the next step's
   // launch queue its blocks behind ours (its own wait orders it after our completion).
   pdl_wait();
+  KL_DEC_MARK(0, tid);
   pdl_trigger();
   dec::load_q_async<D>(p, w, Qs, tid);
 
@@ -133,6 +134,7 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
     if (it == 0) cp_async_wait<STAGES - 1>();
     else cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile it visible to every warp; every warp is done with tile it - 1
+    if (it == 0) KL_DEC_MARK(1, tid);
     if (it >= 1) {
       const int nn = n - 1 + STAGES;  // refill the stage of tile it - 1
       if (nn < n_end) load_kv(nn, (it - 1) % STAGES);
@@ -143,6 +145,7 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages: reuse them for the merge
+  KL_DEC_MARK(2, tid);
   dec::finish<D>(p, w, st, reinterpret_cast<unsigned char*>(KVs), tid);
 }
 
@@ -301,5 +304,30 @@ void attn03_launch(const AttentionArgs& a, cudaStream_t s) {
     else run_prefill<PBig<128>>(a, pl, s);
   }
 }
+
+#ifdef KL_DEC_TRACE
+void attn03_trace_clear(cudaStream_t s) {
+  void* p = nullptr;
+  KL_CHECK(cudaGetSymbolAddress(&p, dec::g_trace));
+  KL_CHECK(cudaMemsetAsync(p, 0, sizeof(dec::g_trace), s));
+}
+
+void attn03_trace_dump(std::vector<unsigned long long>& out, int nblocks) {
+  const int n = std::clamp(nblocks, 0, kDecTraceBlocks);
+  out.assign(static_cast<size_t>(n) * kDecTraceSlots, 0ull);
+  if (n > 0) KL_CHECK(cudaMemcpyFromSymbol(out.data(), dec::g_trace, out.size() * sizeof(out[0])));
+}
+
+Attn03DecodeGrid attn03_decode_grid(const AttentionArgs& a) {
+  const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;  // as attn03_launch
+  const Plan pl = make_plan(a, device_info(), ws);
+  Attn03DecodeGrid g;
+  if (pl.decode) {  // prefill shapes: tiles stays 0 (no decode grid)
+    g.tiles = pl.d.tiles;
+    g.splits = pl.d.splits;
+  }
+  return g;
+}
+#endif
 
 }  // namespace kl

@@ -36,4 +36,21 @@ unsigned attention_decode_epoch();
 // Workspace rung 03 would use on this shape with an unlimited workspace (0 if it would not split).
 size_t attn03_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
 
+#ifdef KL_DEC_TRACE
+// Rung 03's decode timeline (dec_trace.cuh, tools/dec_trace.cu): blocks b < kDecTraceBlocks record
+// kDecTraceSlots words each (e0-e6 %globaltimer ns, then the block tag).
+constexpr int kDecTraceBlocks = 8192;
+constexpr int kDecTraceSlots = 8;
+// Zeroes the whole trace on `s` (before a launch: a slot that stays 0 was not reached).
+void attn03_trace_clear(cudaStream_t s);
+// Copies blocks [0, min(nblocks, kDecTraceBlocks)) of the trace, row-major, into `out`.
+void attn03_trace_dump(std::vector<unsigned long long>& out, int nblocks);
+// Rung 03's decode grid for `a` as launched (its workspace included): tiles * splits blocks.
+struct Attn03DecodeGrid {
+  long long tiles = 0;
+  int splits = 1;
+};
+Attn03DecodeGrid attn03_decode_grid(const AttentionArgs& a);
+#endif
+
 }  // namespace kl

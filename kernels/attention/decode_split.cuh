@@ -8,22 +8,26 @@
 // every 64-key tile (one m16n8k16 k-step of P V) with its own online-softmax state; the 4 states
 // are merged through shared memory at the end.
 //
-// Split KV and the in-kernel merge ("last piece merges"). The KV range of each (b, kv head, 16-row
-// tile) is cut into `splits` pieces, one block each. A piece writes its normalized fp32 partial O
-// and base-2 log-sum-exp to the workspace, then raises its flag (the launch's epoch) and reads the
-// flags of its tile's other pieces; a piece that finds them all raised merges the pieces in split
-// order, O = sum_s 2^(lse_s - max) O_s / sum_s 2^(lse_s - max), writes bf16 O and lowers the
-// flags. No second kernel, no second launch; the result is the same bits whichever block merges
-// (split order, fixed weights), so two pieces finishing together may both merge, harmlessly. A
-// seq_cst fence between raising one's flag and reading the others' (store-buffering pattern)
-// guarantees that at least one piece sees every flag. Flags (the first kFlagBytes of the
-// workspace, one word per piece) count only when equal to this launch's epoch (a host counter,
-// never 0 or ~0), so nothing is cleared between launches and garbage (a fresh or reused workspace)
-// is harmless unless it equals the epoch exactly; lowering them after the merge makes a CUDA graph
-// replaying one captured launch (same epoch) safe. Round 2's first version took an atomicCAS
-// ticket instead: pieces of a tile finish together, the CAS retries serialized them (16 round trips
-// for 16 pieces; ncu: the merging blocks ran ~6 us longer than the rest). Two launches sharing one
-// workspace must not run concurrently (their partials would collide anyway).
+// Split KV and the in-kernel merge ("the last piece merges"). The KV range of each (b, kv head,
+// 16-row tile) is cut into `splits` pieces, one block each. A piece writes its normalized fp32
+// partial O and base-2 log-sum-exp to the workspace; every piece but the last then fences and
+// release-stores its flag (the launch's epoch) and exits. The last piece (split = splits - 1, the
+// tile's highest block index) stores its own partial, acquires the other pieces' flags, lowering
+// each once seen, and merges the pieces in split order, O = sum_s 2^(lse_s - max) O_s / sum_s
+// 2^(lse_s - max), writing bf16 O: the same bits on every launch. No second kernel, no second
+// launch. It waits only for lower block indices, which are dispatched no later than itself (the
+// rule the Stream-K fixups rely on, common/streamk.cuh), so the wait cannot deadlock. Flags (the
+// first kFlagBytes of the workspace, one word per piece) count only when equal to this launch's
+// epoch (a host counter, never 0 or ~0), so nothing is cleared between launches and garbage (a
+// fresh or reused workspace) is harmless unless it equals the epoch exactly; the merger lowers
+// each flag, so a CUDA graph replaying one captured launch (same epoch) waits afresh. History:
+// round 2's first version took an atomicCAS ticket (pieces of a tile finish together and the CAS
+// retries serialized them: 16 round trips for 16 pieces); the second raised every flag, fenced
+// (seq_cst, store-buffering) and read all the others, and whoever saw them all merged: 75 of 128
+// blocks merged at B=1, Hkv=8, Skv=4096 in the in-kernel trace, two more L2 round trips (the
+// fence and the flag reads) on the step's critical path, and an acquire fence before the merge.
+// Two launches sharing one workspace must not run concurrently (their partials would collide
+// anyway).
 #pragma once
 #include <cuda_bf16.h>
 
@@ -34,11 +38,13 @@
 
 #include "attention/attention.h"
 #include "attention/attention_internal.h"
+#include "attention/dec_trace.cuh"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/mma.cuh"
 #include "common/pdl.cuh"
 #include "common/softmax_online.cuh"
+#include "common/streamk.cuh"
 
 namespace kl {
 namespace dec {
@@ -231,13 +237,13 @@ __device__ __forceinline__ void tile_step(const Params& p, WarpState<D>& st, con
 template <int D>
 struct MergeSmem {
   static constexpr int OSTRIDE = D + 4;  // floats; rows stay 16-byte aligned
-  static constexpr int BYTES = (kWarps * kRows * OSTRIDE + 2 * kWarps * kRows) * 4 + 16;  // + flag
+  static constexpr int BYTES = (kWarps * kRows * OSTRIDE + 2 * kWarps * kRows) * 4;
 };
 
 // End of a piece, run by the 128 consumer threads after their last tile (and after a
 // consumer_sync, so the K/V stages under `msm` are free): merge the 4 warps' (m, l, O) per row,
-// then write O (one piece) or the partial + flag, and if this block completes the tile, merge
-// the pieces.
+// then write O (one piece) or the partial (+ flag), and if this block is the tile's last piece,
+// merge the pieces.
 template <int D>
 __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState<D>& st, unsigned char* msm,
                                        int tid) {
@@ -246,7 +252,6 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
   float* mo = reinterpret_cast<float*>(msm);          // [warp][16][D+4] unnormalized O
   float* mm = mo + kWarps * kRows * M::OSTRIDE;       // [warp][16] m * sl2 (or -inf)
   float* ml = mm + kWarps * kRows;                    // [warp][16] l
-  int* flag = reinterpret_cast<int*>(ml + kWarps * kRows);  // "this block merges the tile"
   st.l[0] = quad_sum(st.l[0]);
   st.l[1] = quad_sum(st.l[1]);
   {
@@ -265,6 +270,8 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
     }
   }
   consumer_sync();
+  KL_DEC_MARK(3, tid);
+  KL_DEC_TAG(false, tid);
   // Thread -> row r = tid / 8, columns [(tid % 8) * D/8, +D/8).
   constexpr int COLS = D / 8;
   const int r = tid >> 3, c0 = (tid & 7) * COLS;
@@ -316,6 +323,7 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
         *reinterpret_cast<uint4*>(dst + c) = v;
       }
     }
+    KL_DEC_MARK(4, tid);
     return;
   }
   const long long tile_base = static_cast<long long>(w.tile) * p.splits;  // piece index of split 0
@@ -326,25 +334,34 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
       *reinterpret_cast<float4*>(dst + c) = make_float4(out[c], out[c + 1], out[c + 2], out[c + 3]);
     if ((tid & 7) == 0) p.ws_lse[(tile_base + w.split) * kRows + r] = lsum > 0.f ? mref + log2f(lsum) : neg_inf_f();
   }
-  __threadfence();  // this thread's partial is visible at gpu scope before the block's flag
-  consumer_sync();
+  // The tile's last piece (highest split, so the highest block index of the tile) merges; every
+  // other piece publishes its partial and leaves. The merger waits for flags of LOWER block
+  // indices only, which the hardware dispatches no later than the merger itself (the Stream-K
+  // fixups' rule), so the wait cannot hold an SM that a piece it waits for needs.
   volatile unsigned* fl = p.flags + tile_base;  // this tile's flags, split order
-  if (warp == 0) {
-    if (lane == 0) fl[w.split] = p.epoch;
-    __threadfence();  // seq_cst: our flag is ordered before our reads of the others' flags
-    bool all = true;
-    for (int k = lane; k < p.splits; k += 32) all = all && fl[k] == p.epoch;
-    all = __all_sync(0xffffffffu, all);
-    if (lane == 0) *flag = all ? 1 : 0;
+  if (w.split != p.splits - 1) {
+    __threadfence();  // this thread's partial is visible at gpu scope before the block's flag
+    consumer_sync();
+    KL_DEC_MARK(4, tid);
+    if (tid == 0) streamk_st_release(const_cast<unsigned*>(fl + w.split), p.epoch);
+    KL_DEC_MARK(5, tid);
+    return;
   }
-  consumer_sync();
-  if (!*flag) return;
-  __threadfence();  // acquire side: the other pieces' partials (their fences precede their flags)
-  // Every piece has raised its flag: lower them for the next launch (a second merger, if any,
-  // only reads the partials; no piece of this launch writes a flag again).
-  if (warp == 0)
-    for (int k = lane; k < p.splits; k += 32) fl[k] = 0u;
-
+  KL_DEC_MARK(4, tid);
+  // Merger: its own partial needs no fence (the block's barrier orders it before its own loads).
+  // Warp 0 acquires the other pieces' flags (a flag counts only when it holds this launch's epoch)
+  // and lowers each one after seeing it (this launch writes it once; a replayed graph, same
+  // epoch, waits afresh). Before (2026-11-29 r2): every piece raised its flag, fenced (seq_cst)
+  // and read all the others; whoever saw them all merged (75 of 128 blocks at 16.8 MB in the
+  // in-kernel trace), after one more fence: two more L2 round trips on the step's critical path.
+  if (warp == 0) {
+    for (int k = lane; k < p.splits - 1; k += 32) {
+      while (streamk_ld_acquire(const_cast<const unsigned*>(fl + k)) != p.epoch) __nanosleep(32);
+      fl[k] = 0u;
+    }
+  }
+  consumer_sync();  // every thread's partial loads below come after warp 0's acquires
+  KL_DEC_MARK(5, tid);
   // ---- this block completes the tile: merge the pieces in split order. Item = (row, 4 columns);
   // the LSEs and partial rows of 16 splits are loaded together (one L2 round trip per 16 splits)
   // and folded in with a running max, in split order: the same bits whichever block merges.
@@ -389,6 +406,11 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
     o2.y = pack_bf16x2(acc.z * iv, acc.w * iv);
     *reinterpret_cast<uint2*>(out_row(row) + c) = o2;
   }
+#ifdef KL_DEC_TRACE
+  consumer_sync();  // e6 = the last consumer thread's merge issued (trace builds only)
+  KL_DEC_MARK(6, tid);
+  KL_DEC_TAG(true, tid);
+#endif
 }
 
 // ------------------------------------------------------------------ host: the split plan
