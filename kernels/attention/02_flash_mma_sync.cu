@@ -30,7 +30,7 @@
 // 255; same run, round 1's tile: 280 / 270 / 263). Targets 1.2x FA2 = 410 / 307: causal met,
 // non-causal not (82%).
 // Since 9dd5fcb (flash_mma.cuh, D = 128: the stale-max softmax, docs/attention.md log item 12; same-call
-// A/B -2.4% / -3.8% time at S=4096 non-causal / causal): full run of 9dd5fcb (results/h200/attention.jsonl,
+// A/B -2.4% / -3.8% time at S=4096 non-causal / causal): full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl,
 // NVML MHz in brackets) S=4096 D=128 328.3 [1965] / 345.8 [1965] TFLOP/s causal / non-causal, S=8192
 // 344.2 / 344.9, D=64 S=4096 non-causal 291.1 [1980] (D = 64 keeps the max-based softmax).
 #include "attention/attention_internal.h"

@@ -47,9 +47,17 @@
 // nopdl_r1.jsonl vs dec_r1.jsonl).
 // Prefill: see rung 02 (same kernel).
 // Since 9dd5fcb (the stale-max softmax of flash_mma.cuh at D = 128, docs/attention.md log item 12):
-// full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
+// full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
 // causal / non-causal, S=8192 340.4 / 345.0; decode unchanged (55% of copy at 16.8 MB, 80% at 67 MB,
 // 88-89% at 134 MB, 100-105% from 537 MB).
+// Since df97d2b (decode: the tile's last piece merges after acquiring the other pieces' flags,
+// decode_split.cuh; docs/attention.md Part 1 log; same-call A/B 0.0 to -2.4% event time, -0.1 to
+// -4.5% graph time): full run of df97d2b (results/h200/attention.jsonl) decode B=1,Hkv=8,Skv=4096
+// 12.9 us (60% of the same-run copy of the same bytes), B=1,Hkv=32,Skv=4096 24.3 (81%),
+// B=1,Hkv=8,Skv=32768 39.6 (89.1%), B=8,Hkv=8,Skv=4096 39.5 (89.6%), from 537 MB 100-105%; prefill
+// (unchanged) S=4096 D=128 328.1 / 342.1 TFLOP/s causal / non-causal. The in-kernel timeline
+// (tools/dec_trace) puts ~2.4 us before the first K/V tile lands and ~3.5 us of finish after the
+// last.
 #include <algorithm>
 #include <climits>
 

@@ -17,10 +17,15 @@
 // 589.2 [1845] TFLOP/s causal / non-causal, S=8192 506.1 [1693] / 602.1 [1708], D=64 S=4096
 // non-causal 392.4 [1980].
 // Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
-// A/B -8.1% time at S=4096 non-causal): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096
+// A/B -8.1% time at S=4096 non-causal): full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096
 // D=128 551.4 [1965] / 639.8 [1883] TFLOP/s causal / non-causal, S=8192 577.8 [1638] / 655.9
 // [1638], D=64 S=4096 non-causal 450.5 [1980]. With the shorter softmax the ping-pong's lead over
 // 06 shrank (S=4096 causal: ~3% before, 0-1% in the stale-max A/B) and 06 is ahead non-causal.
+// Since df97d2b (Q's wgmma descriptors on the uniform datapath, docs/attention.md log item 13:
+// 1177 -> 1146 SASS instructions per KV tile at D = 128; same-call A/B -2.0% time at S=4096
+// non-causal): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 565.3 [1980] / 650.3
+// [1860] TFLOP/s causal / non-causal, S=8192 604.1 [1695] / 668.8 [1649], D=64 S=4096 non-causal
+// 452.1 [1980].
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

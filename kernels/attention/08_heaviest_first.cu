@@ -26,10 +26,19 @@
 // 556.1 [1770] TFLOP/s causal / non-causal, S=8192 511.8 [1631] / 542.8 [1707], D=64 S=4096
 // non-causal 371.1 [1980].
 // Since 9dd5fcb (lazy rescale and the stale-max softmax, docs/attention.md log items 10-11; same-call
-// A/B -8.4% time at S=4096 causal): full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128
+// A/B -8.4% time at S=4096 causal): full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128
 // 594.8 [1875] / 605.6 [1680] TFLOP/s causal / non-causal (causal: 1.11x cuDNN in this run, 1.17x
 // in the A/B's same call), S=8192 547.1 [1533] / 625.5 [1650], D=64 S=4096 non-causal 413.8. The
 // entry point's causal long pick since (was rung 10).
+// Since df97d2b (the work item, the ring position and Q's consumer index through redux.sync, so
+// the ring-stage arithmetic and every wgmma descriptor run on the uniform datapath: docs/attention.md
+// log item 13, 1274 -> 1187 SASS instructions per KV tile at D = 128, no R2UR; same-call A/B -6.1% /
+// -5.6% time at S=4096 non-causal / causal, -9 to -12% at D = 64): full run of df97d2b
+// (results/h200/attention.jsonl) S=4096 D=128 621.2 [1980] / 654.9 [1809] TFLOP/s causal /
+// non-causal (causal 1.17x cuDNN in this run, 1.24x in the A/B's same call), S=8192 574.7 [1635] /
+// 676.6 [1651] (causal is bimodal here: the auto row, = 08, ran 644.1 [1626]), D=64 S=4096
+// non-causal 459.6 [1980]. The entry point's pick for every causal shape since (D = 64 with Skv >
+// 4096 went to 06 before).
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 

@@ -11,9 +11,11 @@
 // (and their Sq <= 16 queries) are the 16 rows of one mma.sync m16 tile (4 consumer warps x 16 keys
 // of every tile): a wgmma needs 64 rows, of which a decode step has 1-8 live (round 2's rung 09 ran
 // the prefill kernel's 64-row warpgroup tile and lost to rung 03 on every decode shape). The KV
-// range is split so that one wave fills the SMs; each piece raises an epoch flag and the piece that
-// sees all of its tile's flags merges them in split order (bitwise deterministic, nothing cleared),
-// so a step is one kernel, launched as a programmatic dependent launch.
+// range is split so that one wave fills the SMs; each piece stores its partial and releases an
+// epoch flag, and the tile's last piece acquires the others' flags and merges them in split order
+// (bitwise deterministic, nothing cleared; since df97d2b, decode_split.cuh: before, every piece
+// read every flag and whoever saw them all merged), so a step is one kernel, launched as a
+// programmatic dependent launch.
 // Why: a decode step is a pure stream of K and V plus a fixed cost (launch, first DRAM round trip,
 // merge); the target is >= 90% of the same-run copy of the same bytes.
 // Measured (H200, 2026-11-29, request adec r2, results/h200/dev/batch2/adec/dec_r2.jsonl, event /
@@ -31,6 +33,9 @@
 // 128-byte-wide TMA boxes, and one producer thread re-arms a slot only after all 4 consumer warps
 // released it). Short of the 90% target except at B=8,Hkv=32 / Skv=32768 and above; not the
 // entry point's pick (rung 03 is as fast or faster on every measured shape).
+// Since df97d2b (the merge change above; same-call A/B, results/h200/dev/dec_merge/: 0.0 to -3.5%
+// event time, -0.2 to -6.1% graph time): full run of df97d2b (results/h200/attention.jsonl)
+// B=1,Hkv=8,Skv=4096 12.9 us, B=1,Hkv=8,Skv=32768 40.6 us (60% / 87% of the same-run copy).
 #include <algorithm>
 #include <climits>
 

@@ -17,9 +17,16 @@
 // non-causal 371.6 [1980].
 // Since 9dd5fcb: lazy rescale only at D = 128 (docs/attention.md log items 10-11: the stale-max
 // fallback does not fit next to the 176-key tile's 240 registers; ptxas spilled), both changes at
-// D = 64 (08's config). Full run of 9dd5fcb (results/h200/attention.jsonl) S=4096 D=128 548.1
+// D = 64 (08's config). Full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 548.1
 // [1830] / 561.2 [1687] TFLOP/s causal / non-causal, S=8192 535.4 [1515] / 573.4 [1614], D=64
 // S=4096 non-causal 413.1 [1980]: now behind 08 at D = 128, so no longer the causal pick.
+// Since df97d2b (uniform-datapath descriptors, docs/attention.md log item 13: 1002 -> 904 SASS
+// instructions per KV tile at D = 128; same-call A/B -2.4% / -2.8% time at S=4096 non-causal /
+// causal): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 542.2 [1943] / 597.3
+// [1680] TFLOP/s causal / non-causal, S=8192 558.5 [1560] / 595.6 [1647], D=64 S=4096 non-causal
+// 458.9 [1980]. The registers freed let the stale-max path compile at BN = 176
+// (-DKL_STALE_BN=176: 8 bytes spilled once per item; -9 to -12% time in the A/B), still behind 08 /
+// 06, so it stays off.
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
