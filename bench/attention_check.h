@@ -143,4 +143,55 @@ inline std::string attention_where(const AttentionArgs& a, const AttentionCheck&
          " d=" + std::to_string(flat % a.D);
 }
 
+// The problem a parsed bench shape names (B, Hq, Hkv, Sq, Skv, D, causal); no pointers.
+inline AttentionArgs attention_shape(const Shape& sh) {
+  AttentionArgs a;
+  a.B = static_cast<int>(sh["B"]);
+  a.Hq = static_cast<int>(sh["Hq"]);
+  a.Hkv = static_cast<int>(sh["Hkv"]);
+  a.Sq = static_cast<int>(sh["Sq"]);
+  a.Skv = static_cast<int>(sh["Skv"]);
+  a.D = static_cast<int>(sh["D"]);
+  a.causal = sh["causal"] != 0;
+  return a;
+}
+
+// Elements of Q (and O) and of K (and V) of a problem.
+inline size_t attention_q_elems(const AttentionArgs& a) { return size_t(a.B) * a.Hq * a.Sq * a.D; }
+inline size_t attention_kv_elems(const AttentionArgs& a) { return size_t(a.B) * a.Hkv * a.Skv * a.D; }
+
+// The device inputs of one attention problem, shared by bench_attention and tools/dec_trace:
+// `copies` identical sets of Q, K, V (bf16, uniform in [-1, 1] from `seed`) so that launches can
+// rotate through more bytes than the L2 holds, one O, and the workspace the rungs ask for
+// (attention_workspace_bytes, at least 256 bytes). args(i) points a launch at set i % copies.
+struct AttentionInputs {
+  AttentionArgs shape;
+  size_t nQ, nKV;
+  int copies;
+  size_t ws_bytes;
+  DeviceBuffer dQ, dK, dV, dO, dW;  // (declared after the sizes: initialized in this order)
+  AttentionInputs(const AttentionArgs& s, int n_copies, uint64_t seed, cudaStream_t stream)
+      : shape(s), nQ(attention_q_elems(s)), nKV(attention_kv_elems(s)), copies(n_copies),
+        ws_bytes(attention_workspace_bytes(s, device_info())), dQ(2 * nQ * copies), dK(2 * nKV * copies),
+        dV(2 * nKV * copies), dO(2 * nQ), dW(std::max<size_t>(ws_bytes, 256)) {
+    fill_uniform(dQ.ptr, nQ, DType::bf16, seed, -1.f, 1.f, stream);
+    fill_uniform(dK.ptr, nKV, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
+    fill_uniform(dV.ptr, nKV, DType::bf16, seed ^ 0x6a09e667f3bcc909ULL, -1.f, 1.f, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));  // replicate() copies on the legacy stream
+    replicate(dQ.ptr, 2 * nQ, copies);
+    replicate(dK.ptr, 2 * nKV, copies);
+    replicate(dV.ptr, 2 * nKV, copies);
+  }
+  AttentionArgs args(int i) const {
+    AttentionArgs a = shape;
+    a.Q = dQ.as<__nv_bfloat16>() + size_t(i % copies) * nQ;
+    a.K = dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
+    a.V = dV.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
+    a.O = dO.as<__nv_bfloat16>();
+    a.workspace = dW.ptr;
+    a.workspace_bytes = ws_bytes;
+    return a;
+  }
+};
+
 }  // namespace kl::bench

@@ -100,40 +100,16 @@ int run(int argc, char** argv) {
   KL_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   for (const Shape& sh : parsed) {
-    AttentionArgs shape;
-    shape.B = static_cast<int>(sh["B"]);
-    shape.Hq = static_cast<int>(sh["Hq"]);
-    shape.Hkv = static_cast<int>(sh["Hkv"]);
-    shape.Sq = static_cast<int>(sh["Sq"]);
-    shape.Skv = static_cast<int>(sh["Skv"]);
-    shape.D = static_cast<int>(sh["D"]);
-    shape.causal = sh["causal"] != 0;
-    const size_t nQ = size_t(shape.B) * shape.Hq * shape.Sq * shape.D;
-    const size_t nKV = size_t(shape.B) * shape.Hkv * shape.Skv * shape.D;
+    const AttentionArgs shape = attention_shape(sh);
+    const size_t nQ = attention_q_elems(shape);
+    const size_t nKV = attention_kv_elems(shape);
     const size_t set_bytes = 2 * (nQ + 2 * nKV);
     const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
     const bool l2res = is_l2_resident(set_bytes + 2 * nQ, copies, dev);
     const uint64_t seed = run_seed(o);
-    DeviceBuffer dQ(2 * nQ * copies), dK(2 * nKV * copies), dV(2 * nKV * copies), dO(2 * nQ);
-    const size_t ws_bytes = attention_workspace_bytes(shape, dev);
-    DeviceBuffer dW(std::max<size_t>(ws_bytes, 256));
-    fill_uniform(dQ.ptr, nQ, DType::bf16, seed, -1.f, 1.f, stream);
-    fill_uniform(dK.ptr, nKV, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
-    fill_uniform(dV.ptr, nKV, DType::bf16, seed ^ 0x6a09e667f3bcc909ULL, -1.f, 1.f, stream);
-    KL_CHECK(cudaStreamSynchronize(stream));
-    replicate(dQ.ptr, 2 * nQ, copies);
-    replicate(dK.ptr, 2 * nKV, copies);
-    replicate(dV.ptr, 2 * nKV, copies);
-    auto args_for = [&](int i) {
-      AttentionArgs a = shape;
-      a.Q = dQ.as<__nv_bfloat16>() + size_t(i % copies) * nQ;
-      a.K = dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
-      a.V = dV.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
-      a.O = dO.as<__nv_bfloat16>();
-      a.workspace = dW.ptr;
-      a.workspace_bytes = ws_bytes;
-      return a;
-    };
+    const AttentionInputs in(shape, copies, seed, stream);
+    const size_t ws_bytes = in.ws_bytes;
+    auto args_for = [&](int i) { return in.args(i); };
     const AttentionArgs a0 = args_for(0);
     const AttentionCheck check = attention_reference_sampled(a0, 64, seed);
     const bool decode = shape.Sq <= 16;
@@ -170,7 +146,7 @@ int run(int argc, char** argv) {
           return;
         }
       }
-      poison(dO.ptr, 2 * nQ, stream);
+      poison(in.dO.ptr, 2 * nQ, stream);
       auto launch = [&](int i) {
         AttentionArgs a = args_for(i);
         if (is_auto) attention(a, stream);
@@ -217,7 +193,7 @@ int run(int argc, char** argv) {
       r.validated = true;
       r.err.ok = true;
       auto copy = [&](int i) {
-        KL_CHECK(cudaMemcpyAsync(dst.ptr, dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
+        KL_CHECK(cudaMemcpyAsync(dst.ptr, in.dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
                                  cudaMemcpyDeviceToDevice, stream));
       };
       const double ms = single_launch_ms([&] { copy(0); }, stream);

@@ -2,8 +2,8 @@
 // timeline (kernels/attention/dec_trace.cuh) of every block of the launch, from %globaltimer marks
 // written by consumer thread 0 of each block.
 //
-// Per shape: Q, K, V copies rotated over more than 3x the L2 (bench_attention's rotation_copies(),
-// so K and V come from DRAM), 20 warm-up launches of rung 03 (from the registry), then 10 launches,
+// Per shape: bench_attention's inputs (AttentionInputs, bench/attention_check.h), copies rotated over
+// more than 3x the L2 (rotation_copies(), so K and V come from DRAM), 20 warm-up launches of rung 03 (from the registry), then 10 launches,
 // each with the trace cleared before it, a cudaEvent pair around it and the trace read back after
 // it. For each launch every mark is taken relative to the earliest e0 of the launch, then reduced
 // over blocks to min / median / max (e6 over the merging blocks only); the table prints the median
@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/attention_check.h"
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_internal.h"
@@ -165,45 +166,12 @@ void print_table(const std::vector<LaunchStats>& runs) {
   std::printf("  smallest step between distinct marks: %llu ns (the timer's granularity is at most this)\n", step);
 }
 
-AttentionArgs shape_args(const Shape& sh) {
-  AttentionArgs a;
-  a.B = static_cast<int>(sh["B"]);
-  a.Hq = static_cast<int>(sh["Hq"]);
-  a.Hkv = static_cast<int>(sh["Hkv"]);
-  a.Sq = static_cast<int>(sh["Sq"]);
-  a.Skv = static_cast<int>(sh["Skv"]);
-  a.D = static_cast<int>(sh["D"]);
-  a.causal = sh["causal"] != 0;
-  return a;
-}
-
 void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInfo& dev, cudaStream_t stream) {
-  const AttentionArgs shape = shape_args(sh);
-  const size_t nQ = size_t(shape.B) * shape.Hq * shape.Sq * shape.D;
-  const size_t nKV = size_t(shape.B) * shape.Hkv * shape.Skv * shape.D;
-  const size_t set_bytes = 2 * (nQ + 2 * nKV);
+  const AttentionArgs shape = attention_shape(sh);
+  const size_t set_bytes = 2 * (attention_q_elems(shape) + 2 * attention_kv_elems(shape));
   const int copies = rotation_copies(set_bytes, dev, false);
-  DeviceBuffer dQ(2 * nQ * copies), dK(2 * nKV * copies), dV(2 * nKV * copies), dO(2 * nQ);
-  const size_t ws_bytes = attention_workspace_bytes(shape, dev);
-  DeviceBuffer dW(std::max<size_t>(ws_bytes, 256));
-  const uint64_t seed = 0x5eed;
-  fill_uniform(dQ.ptr, nQ, DType::bf16, seed, -1.f, 1.f, stream);
-  fill_uniform(dK.ptr, nKV, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
-  fill_uniform(dV.ptr, nKV, DType::bf16, seed ^ 0x6a09e667f3bcc909ULL, -1.f, 1.f, stream);
-  KL_CHECK(cudaStreamSynchronize(stream));  // replicate() copies on the legacy stream
-  replicate(dQ.ptr, 2 * nQ, copies);
-  replicate(dK.ptr, 2 * nKV, copies);
-  replicate(dV.ptr, 2 * nKV, copies);
-  auto args_for = [&](int i) {
-    AttentionArgs a = shape;
-    a.Q = dQ.as<__nv_bfloat16>() + size_t(i % copies) * nQ;
-    a.K = dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
-    a.V = dV.as<__nv_bfloat16>() + size_t(i % copies) * nKV;
-    a.O = dO.as<__nv_bfloat16>();
-    a.workspace = dW.ptr;
-    a.workspace_bytes = ws_bytes;
-    return a;
-  };
+  const AttentionInputs in(shape, copies, 0x5eed, stream);
+  auto args_for = [&](int i) { return in.args(i); };
   const std::string why = r3.supports(args_for(0), dev);
   KL_REQUIRE(why.empty(), "dec_trace: rung 03 does not run " << sh.str() << ": " << why);
   const Attn03DecodeGrid g = attn03_decode_grid(args_for(0));
@@ -235,7 +203,7 @@ void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInf
   std::printf("%s\n", sh.str().c_str());
   std::printf("  grid %lld blocks = %lld tiles x %d splits (%d SMs)%s; K+V %.1f MB, %d input copies rotated (%.0f MB, "
               "L2 %.0f MB); %d warm-up + %d traced launches\n",
-              blocks, g.tiles, g.splits, dev.sms, traced < blocks ? " (the first ones traced)" : "", 4e-6 * nKV, copies,
+              blocks, g.tiles, g.splits, dev.sms, traced < blocks ? " (the first ones traced)" : "", 4e-6 * in.nKV, copies,
               1e-6 * set_bytes * copies, 1e-6 * dev.l2_bytes, kWarmup, kLaunches);
   print_table(runs);
   print_raw(first, traced);
@@ -258,7 +226,7 @@ int run(int argc, char** argv) {
   std::vector<Shape> parsed;
   for (const auto& s : shapes) {  // bad shapes: exit 2 before any CUDA call
     parsed.push_back(parse_shape(s, kDims, kDefaults));
-    KL_REQUIRE(attention_is_decode(shape_args(parsed.back())),
+    KL_REQUIRE(attention_is_decode(attention_shape(parsed.back())),
                "dec_trace: " << s << " is not a decode shape (Sq must be <= 16)");
   }
 
