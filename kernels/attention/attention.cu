@@ -101,19 +101,21 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 //   10 233.1 (S=4096) < 07 130.1 / 174.8 / 240.2, 06 131.6 / 175.6 / 237.7 (second run within 1%);
 //   S=8192 at 1965 MHz 06 802.6 (first row of its process) ~ 08 807.1 (second row of its process);
 //   S=16384 08 3279.9 / 3268.6 < 06 3386.3 / 3323.5, 07. D=64: S=4096 08 166.9 / 167.8 < 07, 06
-//   194.5-199.4; S=8192 08 598.8 / 603.4 < 06 638.3 / 639.1 (all at 1965 MHz; before the change 06
+//   193.5-199.4; S=8192 08 598.8 / 603.4 < 06 638.3 / 639.1 (all at 1965 MHz; before the change 06
 //   led here, so causal D = 64 with Skv > 4096 went to 06); S=16384 08 2352.1 / 2353.0 ~ 06 2344.9 /
 //   2357.5. GQA 32/8 S=4096: 08 210.0 / 209.2 < 06, 07 238.5-245.8. (Rung 10's D = 64 kernel is 08's
-//   configuration: 10 and 08 tie at D = 64.)
-// - non-causal short: D=128 S=512 / 1024: 08 163.1 / 235.5 < 07 172.8 / 243.2 < 06, 10; D=64 08 ~ 10
-//   107.5-108.1 / 177.5-177.6 < 07 122.7 / 192.7 < 06.
+//   configuration: 10 and 08 are within 1% at D = 64, except S=16384 causal, where 10 ran first
+//   in its process: 2257.5 against 08's 2353.0.)
+// - non-causal short: D=128 S=512 / 1024: 08 162.6-163.1 / 235.5-236.7 < 06, 07 166.9-188.9 /
+//   243.2-244.5 < 10 179.9-199.2 / 260.4-261.9; D=64 08 ~ 10 107.5-110.0 / 176.8-177.6 < 07 122.7 /
+//   192.7 < 06.
 // - non-causal long: 06 first at both D (08 came within 0.3-2% at S = 4096 where it ran early in its
 //   process, and 7% behind at S = 8192): D=128 S=4096 06 381.7 (first) vs 08 382.8 (second) and 07 384.5 (second); GQA 32/8
 //   06 375.9 (first) vs 08 382.7 (second); S=8192 06 1449.0 (first) < 08 1546.7 (second); D=64
-//   S=4096 06 301.2-302.2 ~ 10, 08 301.9-304.5; S=8192 06 1128.2 / 1145.6 < 10 1157.8 / 1165.4 < 07,
+//   S=4096 06 301.2-302.2 ~ 10, 08 301.9-304.5; S=8192 06 1128.2 / 1145.6 < 10 1165.4 / 1157.8 < 07,
 //   08; S=16384 06 4496.1 / 4576.5 < 07 4656.1 / 4661.2 < 10, 08.
 // (Before, from results/h200/dev/attn_softmax/pick_*.jsonl: the same lists except causal D = 64 with
-// Skv > 4096 -> 06, which led there by 2-8% while 08 paid the per-tile R2UR arithmetic.)
+// Skv > 4096 -> 06, which led there by 3-9% while 08 paid the per-tile R2UR arithmetic.)
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps since request adec r2
 // (results/h200/dev/batch2/adec/dec_r2.jsonl); 03 was as fast or faster in event time on every
 // decode shape measured (B=1,Hkv=8,Skv=4096 13.2 vs 13.2 us; 2-7% faster on the >= 134 MB caches:
