@@ -15,8 +15,11 @@
 // tile's highest block index) stores its own partial, acquires the other pieces' flags, lowering
 // each once seen, and merges the pieces in split order, O = sum_s 2^(lse_s - max) O_s / sum_s
 // 2^(lse_s - max), writing bf16 O: the same bits on every launch. No second kernel, no second
-// launch. It waits only for lower block indices, which are dispatched no later than itself (the
-// rule the Stream-K fixups rely on, common/streamk.cuh), so the wait cannot deadlock. Flags (the
+// launch. It waits only for lower block indices, which the hardware dispatches no later than
+// itself (blocks start in index order; the usual split-K "last block" argument), so the wait
+// cannot hold an SM that a piece it waits for needs, even when the grid is more than one wave
+// (the Stream-K fixups of common/streamk.cuh, whose owners wait for later CTAs, rely instead on a
+// persistent grid that is all resident; their flag helpers are reused here). Flags (the
 // first kFlagBytes of the workspace, one word per piece) count only when equal to this launch's
 // epoch (a host counter, never 0 or ~0), so nothing is cleared between launches and garbage (a
 // fresh or reused workspace) is harmless unless it equals the epoch exactly; the merger lowers
@@ -336,8 +339,8 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
   }
   // The tile's last piece (highest split, so the highest block index of the tile) merges; every
   // other piece publishes its partial and leaves. The merger waits for flags of LOWER block
-  // indices only, which the hardware dispatches no later than the merger itself (the Stream-K
-  // fixups' rule), so the wait cannot hold an SM that a piece it waits for needs.
+  // indices only, which the hardware dispatches no later than the merger itself (header), so
+  // the wait cannot hold an SM that a piece it waits for needs.
   volatile unsigned* fl = p.flags + tile_base;  // this tile's flags, split order
   if (w.split != p.splits - 1) {
     __threadfence();  // this thread's partial is visible at gpu scope before the block's flag
