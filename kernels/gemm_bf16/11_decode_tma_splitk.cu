@@ -148,7 +148,13 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 // MT = WN / 8): W slabs of 64 rows as A, the activation box as B (m64nWNk16), NSL slabs per
 // consumer warpgroup (both warpgroups always issue NSL slabs: uniform, no divergent wgmma).
 // T (m16 W tiles per CTA) and the ring depth are runtime.
-template <int MT, int WN, int NSL>
+// P (probe, experiment rows 110+ only; 0 everywhere else): doubles one cost while keeping the
+// result exact, to see which one the time depends on: 1 = the activation box is loaded twice per
+// stage (same bytes, same place), 2 = the consumers' tensor-core work per stage is issued twice
+// (the copy into a dropped accumulator), 4 = the W box is loaded twice per stage (the second from L2);
+// 8 (a candidate, not a probe): the wgmma path keeps one group in flight (wait_group 1) and
+// releases the previous stage, instead of draining every stage.
+template <int MT, int WN, int NSL, int P = 0>
 __global__ void __launch_bounds__(THREADS, 2)
     k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx) {
@@ -204,15 +210,21 @@ __global__ void __launch_bounds__(THREADS, 2)
       for (int it = 0; it < nk; ++it) {
         const int s = it % stages, r = it / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // fresh barrier: parity 1 passes at once
-        mbar_arrive_expect_tx(&full[s], STAGE);  // OOB-filled bytes count too
+        mbar_arrive_expect_tx(&full[s], STAGE + (P & 1 ? MP * 128 : 0) + (P & 4 ? W_BYTES : 0));
         uint8_t* st = ring + s * STAGE;
         tma_load_2d(st, &tmW, &full[s], (kb0 + it) * kBK, n0);
+        if constexpr ((P & 4) != 0) tma_load_2d(st, &tmW, &full[s], (kb0 + it) * kBK, n0);
         if (pfx > 0 && it >= pre && it + pfx < nk) tma_prefetch_l2_2d(&tmW, (kb0 + it + pfx) * kBK, n0);
         if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
+        if constexpr ((P & 1) != 0)
+          if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
         if (it == pre - 1) {
           pdl_wait();
-          for (int j = 0; j < pre; ++j)
+          for (int j = 0; j < pre; ++j) {
             tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
+            if constexpr ((P & 1) != 0)
+              tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
+          }
         }
       }
     }
@@ -228,10 +240,11 @@ __global__ void __launch_bounds__(THREADS, 2)
     const int q = warp / 4, wq = warp % 4;
     const int slabs = (T + 3) / 4;
     float wacc[NSL][WN / 2];
+    float wdup[NSL][WN / 2];  // probe P & 2 only
 #pragma unroll
     for (int i = 0; i < NSL; ++i)
 #pragma unroll
-      for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f;
+      for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f, wdup[i][e] = 0.f;
     uint32_t slab_off[NSL];
 #pragma unroll
     for (int i = 0; i < NSL; ++i) slab_off[i] = (q + 2 * i < slabs ? q + 2 * i : 0) * 64 * 128;
@@ -247,14 +260,31 @@ __global__ void __launch_bounds__(THREADS, 2)
         const uint64_t dw = make_smem_desc_sw128(sW + slab_off[i]);
 #pragma unroll
         for (int kk = 0; kk < kBK / 16; ++kk) wg_step<WN>(wacc[i], dw + 2 * kk, da + 2 * kk);
+        if constexpr ((P & 2) != 0) {
+#pragma unroll
+          for (int kk = 0; kk < kBK / 16; ++kk) wg_step<WN>(wdup[i], dw + 2 * kk, da + 2 * kk);
+        }
       }
       wgmma_commit();
-      wgmma_wait<0>();  // the slot's operands are read: release it
-      if (lane == 0) mbar_arrive(&empty[s]);
+      if constexpr ((P & 8) != 0) {
+        // one group stays in flight: the previous stage's operands are read once it completes
+        wgmma_wait<1>();
+        if (kb > kb0 && lane == 0) mbar_arrive(&empty[s == 0 ? stages - 1 : s - 1]);
+      } else {
+        wgmma_wait<0>();  // the slot's operands are read: release it
+        if (lane == 0) mbar_arrive(&empty[s]);
+      }
       if (++s == stages) s = 0, ph ^= 1;
     }
+    if constexpr ((P & 8) != 0) wgmma_wait<0>();  // (the producer needs no last release)
     // Named barrier of the 8 consumer warps: every full barrier has been waited (all TMA writes
     // landed) and every wgmma read of the ring is complete before any warp parks into it.
+    if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
+      if (K < 0)
+#pragma unroll
+        for (int i = 0; i < NSL; ++i)
+#pragma unroll
+          for (int e = 0; e < WN / 2; ++e) wacc[i][e] += wdup[i][e];
     named_barrier_sync(1, CWARPS * 32);
     // park: thread (wq, lane) holds d[4j + 0/1] at slab row 16 wq + g, activation rows
     // 8j + 2c + 0/1; d[4j + 2/3] at slab row + 8.
@@ -274,12 +304,13 @@ __global__ void __launch_bounds__(THREADS, 2)
   } else {
     // ---- mma.sync consumers: warp w owns m16 tiles w and w + 8 (when < T).
     float acc[2][MT][4];
+    float dup[2][MT][4];  // probe P & 2 only
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int j = 0; j < MT; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f, dup[i][j][e] = 0.f;
     const bool two = warp + CWARPS < T;  // warp-uniform
     if (warp < active) {
       int s = 0;
@@ -317,6 +348,10 @@ __global__ void __launch_bounds__(THREADS, 2)
               const uint32_t b1[2] = {xv[nt].z, xv[nt].w};
               mma_bf16_16816(acc[tt][nt], a0, b0);
               mma_bf16_16816(acc[tt][nt], a1, b1);
+              if constexpr ((P & 2) != 0) {
+                mma_bf16_16816(dup[tt][nt], a0, b0);
+                mma_bf16_16816(dup[tt][nt], a1, b1);
+              }
             }
           }
         }
@@ -327,6 +362,14 @@ __global__ void __launch_bounds__(THREADS, 2)
     }
     // Consumer warps only (the producer never touches the ring again): all TMA writes landed
     // (active warps waited every full barrier) and all ld.shared of the ring done.
+    if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
+      if (K < 0)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int j = 0; j < MT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] += dup[i][j][e];
     named_barrier_sync(1, CWARPS * 32);
     // park: acc[tt][nt][e] = W row (tile*16 + g (+8 for e >= 2)), activation row nt*8 + 2c + (e & 1).
     if (warp < active) {
@@ -392,6 +435,7 @@ struct Cfg11 {
   int T = 4, S = 1, stages = 2;
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
+  int probe = 0;      // k11's P (experiment rows 110+ only)
   size_t smem = 0;
   int grid = 1;
 };
@@ -516,13 +560,13 @@ Cfg11 choose(int M, int N, int K) {
   return c;
 }
 
-template <int MT, int WN, int NSL>
+template <int MT, int WN, int NSL, int P = 0>
 void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MT * 8, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, cf.T * 16, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL, P>), SMEM_OPTIN);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(cf.grid, 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
@@ -537,11 +581,26 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   attr[1] = pdl_attribute();
   cfg.attrs = attr;
   cfg.numAttrs = s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread ? 2 : 1;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx));
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL, P>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx));
   KL_CHECK_LAUNCH();
 }
 
+// Probe instantiations (experiment rows 110+): M = 1 (mma.sync, MT = 1) and M = 33..64 (wgmma n64).
+template <int P>
+void launch_probe(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
+  if (cf.wn == 64)
+    cf.nsl == 1 ? launch_mt<8, 64, 1, P>(a, cf, s) : launch_mt<8, 64, 2, P>(a, cf, s);
+  else if (cf.wn == 0 && cf.mt == 1)
+    launch_mt<1, 0, 1, P>(a, cf, s);
+  else
+    throw BadArgument("rung 11 probe rows take M = 1..8 or 33..64");
+}
+
 void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
+  if (cf.probe == 1) return launch_probe<1>(a, cf, s);
+  if (cf.probe == 2) return launch_probe<2>(a, cf, s);
+  if (cf.probe == 4) return launch_probe<4>(a, cf, s);
+  if (cf.probe == 8) return launch_probe<8>(a, cf, s);
   if (cf.wn == 64)
     cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
   else if (cf.wn == 32)
@@ -576,6 +635,8 @@ constexpr Forced kForced[] = {
     {8, 2, 1, 0, "x11_T8_S2_r1"},    {5, 2, 1, 0, "x11_T5_S2_r1"},   {7, 2, 1, 0, "x11_T7_S2_r1"},
     {12, 2, 1, 0, "x11_T12_S2_r1"},  {6, 3, 1, 0, "x11_T6_S3_r1"},   {9, 2, 1, 0, "x11_T9_S2_r1"},
     {12, 4, 2, 0, "x11_T12_S4_r2"},
+    // taller strips at M = 64 (activation bytes per W byte halved vs T = 8)
+    {16, 4, 1, 0, "x11_T16_S4_r1"},  {16, 4, 2, 0, "x11_T16_S4_r2"},  {16, 2, 1, 0, "x11_T16_S2_r1"},
 };
 constexpr int kNumForced = sizeof(kForced) / sizeof(kForced[0]);
 template <int I>
@@ -587,6 +648,19 @@ void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I
   (t.push_back({80 + I, kForced[I].name, "experiment: rung 11 with (T, S, ring mode, L2 prefetch) forced",
                 supports_11, launch_forced<I>}),
    ...);
+}
+
+// Probe rows (KL_GEMM_EXP=1 only, numbered 110+): rung 11's own plan with one cost doubled (k11's
+// P), exact results; M = 1..8 and 33..64 only.
+std::string supports_11_probe(const GemmBf16Args& a, const DeviceInfo& d) {
+  if (!((a.M >= 1 && a.M <= 8) || (a.M > 32 && a.M <= 64))) return "probe rows take M = 1..8 or 33..64";
+  return supports_11(a, d);
+}
+template <int P>
+void launch_probe_row(const GemmBf16Args& a, cudaStream_t s) {
+  Cfg11 c = choose(a.M, a.N, a.K);
+  c.probe = P;
+  launch_cfg(a, c, s);
 }
 
 }  // namespace
@@ -615,6 +689,14 @@ std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K));
 
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
   add_forced(t, std::make_integer_sequence<int, kNumForced>{});
+  t.push_back({110, "p11_act_x2", "probe: rung 11's plan, activation box loaded twice per stage",
+               supports_11_probe, launch_probe_row<1>});
+  t.push_back({111, "p11_mma_x2", "probe: rung 11's plan, tensor-core work issued twice per stage",
+               supports_11_probe, launch_probe_row<2>});
+  t.push_back({112, "p11_w_x2", "probe: rung 11's plan, W box loaded twice per stage (2nd from L2)",
+               supports_11_probe, launch_probe_row<4>});
+  t.push_back({113, "p11_wait1", "candidate: rung 11's plan, wgmma wait_group 1 (stage released one later)",
+               supports_11_probe, launch_probe_row<8>});
 }
 
 }  // namespace hopper_gemm
