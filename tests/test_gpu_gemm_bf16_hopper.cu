@@ -203,14 +203,16 @@ TEST(GemmBf16Hopper, DecodeSplitKRungShapes) {
 // Rung 11 with (T, S, ring mode) forced: every path (mma.sync M <= 16, wgmma n32 M <= 32, wgmma
 // n64 M <= 64), T not a multiple of 4 (the last wgmma slab runs past the W box: junk rows that must
 // never reach C, including MP = 32 with T % 4 == 1, which reads past the stage), K splits 1..8
-// including 3 and 6 (uneven k ranges, empty ones when K < 64 S), 1- and 2-CTA/SM rings (2 stages
+// including 3 and 6 (uneven k ranges, empty ones when K < 64 S), T = 4 on the wgmma paths (one
+// slab, its k steps split between the two warpgroups and summed in the park), 1- and 2-CTA/SM rings (2 stages
 // at T = 16, M = 64), L2 prefetch past the ring (pfx) on and off. Ragged M in 1..64, N and K multiples of 8 but not of any tile.
 TEST(GemmBf16Hopper, DecodeSplitKForcedConfigs) {
   KL_REQUIRE_GPU();
   struct Cfg { int T, S, mode, pfx; };
   const Cfg cfgs[] = {{4, 1, 2, 0},  {5, 3, 1, 0},  {8, 4, 2, 0},  {9, 2, 1, 2},
                       {11, 2, 1, 0}, {12, 6, 1, 0}, {13, 8, 2, 0}, {16, 8, 1, 0},
-                      {16, 3, 2, 1}, {6, 2, 1, 0},  {16, 8, 2, 0}, {7, 1, 1, 5}};
+                      {16, 3, 2, 1}, {6, 2, 1, 0},  {16, 8, 2, 0}, {7, 1, 1, 5},
+                      {4, 2, 1, 0},  {4, 3, 1, 1}};
   const Dims shapes[] = {{1, 1032, 520, "M = 1"},          {13, 264, 1000, "M = 13, mma.sync"},
                          {16, 1448, 72, "M = 16, K < 64 S"}, {17, 1032, 1000, "M = 17, wgmma n32"},
                          {32, 264, 2056, "M = 32"},         {33, 1448, 520, "M = 33, wgmma n64"},
@@ -242,17 +244,19 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
   for (int M : {5, 20, 64}) {
     Problem p(M, 1032, 4104, 9);
     if (!rung(11)->supports(p.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 11 unsupported";
-    for (int S : {3, 6, 8}) {
-      p.poison();
-      kl::hopper_gemm::launch_11_forced(p.args(), 13, S, 1, 2, 0);
-      sync_or_die("determinism 1, S=" + std::to_string(S));
-      const auto c1 = p.result();
-      p.poison();
-      kl::hopper_gemm::launch_11_forced(p.args(), 13, S, 1, 2, 0);
-      sync_or_die("determinism 2, S=" + std::to_string(S));
-      EXPECT_EQ(c1, p.result()) << "rung 11 M=" << M << " S=" << S << " not bitwise reproducible";
-      EXPECT_TRUE(p.check(c1).empty()) << "M=" << M << " S=" << S << ": " << p.check(c1);
-    }
+    for (int T : {13, 4})  // T = 4: the two warpgroups' k halves summed in a fixed order
+      for (int S : {3, 6, 8}) {
+        const std::string at = "T=" + std::to_string(T) + " S=" + std::to_string(S);
+        p.poison();
+        kl::hopper_gemm::launch_11_forced(p.args(), T, S, 1, 2, 0);
+        sync_or_die("determinism 1, " + at);
+        const auto c1 = p.result();
+        p.poison();
+        kl::hopper_gemm::launch_11_forced(p.args(), T, S, 1, 2, 0);
+        sync_or_die("determinism 2, " + at);
+        EXPECT_EQ(c1, p.result()) << "rung 11 M=" << M << " " << at << " not bitwise reproducible";
+        EXPECT_TRUE(p.check(c1).empty()) << "M=" << M << " " << at << ": " << p.check(c1);
+      }
   }
 }
 

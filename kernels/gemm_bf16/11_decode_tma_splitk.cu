@@ -148,12 +148,10 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 // MT = WN / 8): W slabs of 64 rows as A, the activation box as B (m64nWNk16), NSL slabs per
 // consumer warpgroup (both warpgroups always issue NSL slabs: uniform, no divergent wgmma).
 // T (m16 W tiles per CTA) and the ring depth are runtime.
-// P (probe, experiment rows 110+ only; 0 everywhere else): doubles one cost while keeping the
+// P (probe, experiment rows 120+ only; 0 everywhere else): doubles one cost while keeping the
 // result exact, to see which one the time depends on: 1 = the activation box is loaded twice per
 // stage (same bytes, same place), 2 = the consumers' tensor-core work per stage is issued twice
-// (the copy into a dropped accumulator), 4 = the W box is loaded twice per stage (the second from L2);
-// 8 (a candidate, not a probe): the wgmma path keeps one group in flight (wait_group 1) and
-// releases the previous stage, instead of draining every stage.
+// (the copy into a dropped accumulator), 4 = the W box is loaded twice per stage (the second from L2).
 template <int MT, int WN, int NSL, int P = 0>
 __global__ void __launch_bounds__(THREADS, 2)
     k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
@@ -237,17 +235,21 @@ __global__ void __launch_bounds__(THREADS, 2)
     // up to 2 KB of the next stage / the slack past the ring): junk rows of the accumulator, never
     // stored. Per stage and slab: 4 x m64nMPk16, both operands K-major 128B-swizzled boxes exactly
     // as TMA wrote them.
+    // NSL = 0 (T <= 4: one slab): both warpgroups take the slab, warpgroup q the k16 steps 2q and
+    // 2q + 1 of every stage, into its own accumulator; the two are summed in the park below.
+    constexpr bool KH = NSL == 0;
+    constexpr int NS = KH ? 1 : NSL;
     const int q = warp / 4, wq = warp % 4;
     const int slabs = (T + 3) / 4;
-    float wacc[NSL][WN / 2];
-    float wdup[NSL][WN / 2];  // probe P & 2 only
+    float wacc[NS][WN / 2];
+    float wdup[NS][WN / 2];  // probe P & 2 only
 #pragma unroll
-    for (int i = 0; i < NSL; ++i)
+    for (int i = 0; i < NS; ++i)
 #pragma unroll
       for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f, wdup[i][e] = 0.f;
-    uint32_t slab_off[NSL];
+    uint32_t slab_off[NS];
 #pragma unroll
-    for (int i = 0; i < NSL; ++i) slab_off[i] = (q + 2 * i < slabs ? q + 2 * i : 0) * 64 * 128;
+    for (int i = 0; i < NS; ++i) slab_off[i] = KH ? 0 : (q + 2 * i < slabs ? q + 2 * i : 0) * 64 * 128;
     int s = 0;
     uint32_t ph = 0;
     for (int kb = kb0; kb < kb1; ++kb) {
@@ -255,51 +257,69 @@ __global__ void __launch_bounds__(THREADS, 2)
       uint8_t* sW = ring + s * STAGE;
       const uint64_t da = make_smem_desc_sw128(sW + W_BYTES);
       wgmma_fence();
+      constexpr int K0 = KH ? 2 : 0, NK = KH ? 2 : kBK / 16;  // k16 steps per warpgroup
+      const int k0 = K0 * q;  // (0 unless KH)
 #pragma unroll
-      for (int i = 0; i < NSL; ++i) {
+      for (int i = 0; i < NS; ++i) {
         const uint64_t dw = make_smem_desc_sw128(sW + slab_off[i]);
 #pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) wg_step<WN>(wacc[i], dw + 2 * kk, da + 2 * kk);
+        for (int kk = 0; kk < NK; ++kk) wg_step<WN>(wacc[i], dw + 2 * (k0 + kk), da + 2 * (k0 + kk));
         if constexpr ((P & 2) != 0) {
 #pragma unroll
-          for (int kk = 0; kk < kBK / 16; ++kk) wg_step<WN>(wdup[i], dw + 2 * kk, da + 2 * kk);
+          for (int kk = 0; kk < NK; ++kk) wg_step<WN>(wdup[i], dw + 2 * (k0 + kk), da + 2 * (k0 + kk));
         }
       }
       wgmma_commit();
-      if constexpr ((P & 8) != 0) {
-        // one group stays in flight: the previous stage's operands are read once it completes
-        wgmma_wait<1>();
-        if (kb > kb0 && lane == 0) mbar_arrive(&empty[s == 0 ? stages - 1 : s - 1]);
-      } else {
-        wgmma_wait<0>();  // the slot's operands are read: release it
-        if (lane == 0) mbar_arrive(&empty[s]);
-      }
+      // One group stays in flight (v4): once the previous stage's group completes, its slot is
+      // released; this stage's wgmmas overlap the next stage's wait. (v3 drained every stage with
+      // wait_group 0: 1.0-3.5 us slower at M = 64, row 113 of request p1.)
+      wgmma_wait<1>();
+      if (kb > kb0 && lane == 0) mbar_arrive(&empty[s == 0 ? stages - 1 : s - 1]);
       if (++s == stages) s = 0, ph ^= 1;
     }
-    if constexpr ((P & 8) != 0) wgmma_wait<0>();  // (the producer needs no last release)
+    wgmma_wait<0>();  // (the last stage needs no release: the producer is done)
     // Named barrier of the 8 consumer warps: every full barrier has been waited (all TMA writes
     // landed) and every wgmma read of the ring is complete before any warp parks into it.
     if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
       if (K < 0)
 #pragma unroll
-        for (int i = 0; i < NSL; ++i)
+        for (int i = 0; i < NS; ++i)
 #pragma unroll
           for (int e = 0; e < WN / 2; ++e) wacc[i][e] += wdup[i][e];
     named_barrier_sync(1, CWARPS * 32);
     // park: thread (wq, lane) holds d[4j + 0/1] at slab row 16 wq + g, activation rows
     // 8j + 2c + 0/1; d[4j + 2/3] at slab row + 8.
+    if constexpr (KH) {
+      // warpgroup 0 stores its half of the k steps, then warpgroup 1 adds its half (fixed order)
+      const int row = wq * 16 + g;
 #pragma unroll
-    for (int i = 0; i < NSL; ++i) {
-      const int slab = q + 2 * i;
-      if (slab >= slabs) continue;
-      const int row = slab * 64 + wq * 16 + g;
+      for (int h = 0; h < 2; ++h) {
+        if (q == h) {
 #pragma unroll
-      for (int j = 0; j < WN / 8; ++j)
+          for (int j = 0; j < WN / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int rr = row + (e >= 2 ? 8 : 0);
-          if (rr < R) part[rr * LDR + 8 * j + 2 * c + (e & 1)] = wacc[i][4 * j + e];
+            for (int e = 0; e < 4; ++e) {
+              const int rr = row + (e >= 2 ? 8 : 0);
+              float* d = &part[rr * LDR + 8 * j + 2 * c + (e & 1)];
+              if (rr < R) *d = h == 0 ? wacc[0][4 * j + e] : *d + wacc[0][4 * j + e];
+            }
         }
+        if (h == 0) named_barrier_sync(1, CWARPS * 32);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < NS; ++i) {
+        const int slab = q + 2 * i;
+        if (slab >= slabs) continue;
+        const int row = slab * 64 + wq * 16 + g;
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int rr = row + (e >= 2 ? 8 : 0);
+            if (rr < R) part[rr * LDR + 8 * j + 2 * c + (e & 1)] = wacc[i][4 * j + e];
+          }
+      }
     }
   } else {
     // ---- mma.sync consumers: warp w owns m16 tiles w and w + 8 (when < T).
@@ -435,7 +455,7 @@ struct Cfg11 {
   int T = 4, S = 1, stages = 2;
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
-  int probe = 0;      // k11's P (experiment rows 110+ only)
+  int probe = 0;      // k11's P (experiment rows 120+ only)
   size_t smem = 0;
   int grid = 1;
 };
@@ -451,7 +471,7 @@ Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0) {
   c.S = std::min(std::max(S, 1), MAX_S);
   c.ring_mode = ring_mode == 1 ? 1 : 2;
   const int slabs = (c.T + 3) / 4;
-  c.nsl = c.wn ? (slabs + 1) / 2 : 1;
+  c.nsl = c.wn ? (slabs == 1 ? 0 : (slabs + 1) / 2) : 1;  // 0: one slab, k steps split (KH)
   const int MP = c.mt * 8;
   const int stage = c.T * 16 * 128 + MP * 128;
   const int budget = c.ring_mode == 1 ? RING_1 : RING_2;
@@ -585,26 +605,30 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   KL_CHECK_LAUNCH();
 }
 
-// Probe instantiations (experiment rows 110+): M = 1 (mma.sync, MT = 1) and M = 33..64 (wgmma n64).
+// Probe instantiations (experiment rows 120+): M = 1 (mma.sync, MT = 1) and M = 33..64 (wgmma n64).
 template <int P>
 void launch_probe(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  if (cf.wn == 64)
-    cf.nsl == 1 ? launch_mt<8, 64, 1, P>(a, cf, s) : launch_mt<8, 64, 2, P>(a, cf, s);
+  if (cf.wn == 64 && cf.nsl == 1)
+    launch_mt<8, 64, 1, P>(a, cf, s);
+  else if (cf.wn == 64 && cf.nsl == 2 && P != 2)  // (P = 2 with two slabs spills: not built)
+    if constexpr (P != 2) launch_mt<8, 64, 2, P>(a, cf, s);
+    else throw BadArgument("unreachable");
   else if (cf.wn == 0 && cf.mt == 1)
     launch_mt<1, 0, 1, P>(a, cf, s);
   else
-    throw BadArgument("rung 11 probe rows take M = 1..8 or 33..64");
+    throw BadArgument("rung 11 probe rows take M = 1..8, or 33..64 with T > 4 (P = 2: T <= 8)");
 }
 
 void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   if (cf.probe == 1) return launch_probe<1>(a, cf, s);
   if (cf.probe == 2) return launch_probe<2>(a, cf, s);
   if (cf.probe == 4) return launch_probe<4>(a, cf, s);
-  if (cf.probe == 8) return launch_probe<8>(a, cf, s);
   if (cf.wn == 64)
-    cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
+    cf.nsl == 0 ? launch_mt<8, 64, 0>(a, cf, s)
+                : cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
   else if (cf.wn == 32)
-    cf.nsl == 1 ? launch_mt<4, 32, 1>(a, cf, s) : launch_mt<4, 32, 2>(a, cf, s);
+    cf.nsl == 0 ? launch_mt<4, 32, 0>(a, cf, s)
+                : cf.nsl == 1 ? launch_mt<4, 32, 1>(a, cf, s) : launch_mt<4, 32, 2>(a, cf, s);
   else if (cf.mt == 1)
     launch_mt<1, 0, 1>(a, cf, s);
   else
@@ -637,8 +661,11 @@ constexpr Forced kForced[] = {
     {12, 4, 2, 0, "x11_T12_S4_r2"},
     // taller strips at M = 64 (activation bytes per W byte halved vs T = 8)
     {16, 4, 1, 0, "x11_T16_S4_r1"},  {16, 4, 2, 0, "x11_T16_S4_r2"},  {16, 2, 1, 0, "x11_T16_S2_r1"},
+    // one slab per CTA (T = 4: both warpgroups split its k steps, v4)
+    {4, 1, 2, 0, "x11_T4_S1_r2"},    {4, 1, 1, 0, "x11_T4_S1_r1"},   {4, 3, 1, 0, "x11_T4_S3_r1"},
 };
 constexpr int kNumForced = sizeof(kForced) / sizeof(kForced[0]);
+static_assert(80 + kNumForced <= 120, "forced rows stay below the probe rows");
 template <int I>
 void launch_forced(const GemmBf16Args& a, cudaStream_t s) {
   launch_cfg(a, make_cfg(a.M, a.N, a.K, kForced[I].T, kForced[I].S, kForced[I].mode, kForced[I].pfx), s);
@@ -650,7 +677,7 @@ void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I
    ...);
 }
 
-// Probe rows (KL_GEMM_EXP=1 only, numbered 110+): rung 11's own plan with one cost doubled (k11's
+// Probe rows (KL_GEMM_EXP=1 only, numbered 120+): rung 11's own plan with one cost doubled (k11's
 // P), exact results; M = 1..8 and 33..64 only.
 std::string supports_11_probe(const GemmBf16Args& a, const DeviceInfo& d) {
   if (!((a.M >= 1 && a.M <= 8) || (a.M > 32 && a.M <= 64))) return "probe rows take M = 1..8 or 33..64";
@@ -689,14 +716,12 @@ std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K));
 
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
   add_forced(t, std::make_integer_sequence<int, kNumForced>{});
-  t.push_back({110, "p11_act_x2", "probe: rung 11's plan, activation box loaded twice per stage",
+  t.push_back({120, "p11_act_x2", "probe: rung 11's plan, activation box loaded twice per stage",
                supports_11_probe, launch_probe_row<1>});
-  t.push_back({111, "p11_mma_x2", "probe: rung 11's plan, tensor-core work issued twice per stage",
+  t.push_back({121, "p11_mma_x2", "probe: rung 11's plan, tensor-core work issued twice per stage",
                supports_11_probe, launch_probe_row<2>});
-  t.push_back({112, "p11_w_x2", "probe: rung 11's plan, W box loaded twice per stage (2nd from L2)",
+  t.push_back({122, "p11_w_x2", "probe: rung 11's plan, W box loaded twice per stage (2nd from L2)",
                supports_11_probe, launch_probe_row<4>});
-  t.push_back({113, "p11_wait1", "candidate: rung 11's plan, wgmma wait_group 1 (stage released one later)",
-               supports_11_probe, launch_probe_row<8>});
 }
 
 }  // namespace hopper_gemm
