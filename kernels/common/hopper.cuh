@@ -20,6 +20,7 @@
 #pragma once
 #include <cuda_runtime.h>
 #include <cstdint>
+#include "common/dsmem.cuh"  // cluster_ctarank, cluster_sync
 
 namespace kl {
 
@@ -402,15 +403,7 @@ __device__ __forceinline__ void stmatrix_x4(void* smem_row, uint32_t r0, uint32_
 }
 
 // ---------------------------------------------------------------- clusters / named barriers
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
+// cluster_ctarank() and cluster_sync() come from common/dsmem.cuh (included above).
 // bar.sync on a named barrier among `threads` threads (multiple of 32); id 0 is __syncthreads.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
