@@ -20,6 +20,7 @@
 
 #include "bench/cublas_ref.h"
 #include "bench/harness.h"
+#include "bench/gemm_inputs.h"
 #include "kernels/gemm_bf16/gemm_bf16.h"
 
 namespace {
@@ -114,28 +115,11 @@ int run(int argc, char** argv) {
     const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
     const bool l2res = is_l2_resident(set_bytes, copies, dev);
     const uint64_t seed = run_seed(o);
-    DeviceBuffer dA(2 * nA * copies), dW(2 * nW * copies), dC(2 * nC), dRef(4 * nC);
-    const size_t ws_bytes = gemm_bf16_workspace_bytes(M, N, K, dev);
-    DeviceBuffer dWs(std::max<size_t>(ws_bytes, 256));
-    // Zeroed once when allocated; never cleared between launches (rung 04's epoch flags).
-    KL_CHECK(cudaMemsetAsync(dWs.ptr, 0, dWs.bytes, stream));
-    fill_uniform(dA.ptr, nA, DType::bf16, seed, -1.f, 1.f, stream);
-    fill_uniform(dW.ptr, nW, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
-    KL_CHECK(cudaStreamSynchronize(stream));
-    replicate(dA.ptr, 2 * nA, copies);
-    replicate(dW.ptr, 2 * nW, copies);
-    auto args_for = [&](int i, bf16* c) {
-      GemmBf16Args a;
-      a.A = dA.as<bf16>() + (i % copies) * nA;
-      a.W = dW.as<bf16>() + (i % copies) * nW;
-      a.C = c;
-      a.M = M;
-      a.N = N;
-      a.K = K;
-      a.workspace = dWs.ptr;
-      a.workspace_bytes = dWs.bytes;
-      return a;
-    };
+    const GemmInputs in(M, N, K, copies, seed, dev, stream);
+    const DeviceBuffer& dA = in.dA;
+    const DeviceBuffer& dW = in.dW;
+    DeviceBuffer dC(2 * nC), dRef(4 * nC);
+    auto args_for = [&](int i, bf16* c) { return in.args(i, c); };
     const Tolerance tol = bf16_out_tolerance(K);
     const double flops = 2.0 * M * N * K;
     const double bytes = 2.0 * (double(nA) + nW + nC);

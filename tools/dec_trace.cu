@@ -33,6 +33,7 @@
 
 #include "bench/attention_check.h"
 #include "bench/harness.h"
+#include "tools/trace_table.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_internal.h"
 
@@ -44,6 +45,7 @@ namespace {
 
 using namespace kl;
 using namespace kl::bench;
+using namespace kl::trace;
 
 const std::vector<std::string> kDims = {"B", "Hq", "Hkv", "Sq", "Skv", "D", "causal"};
 const std::map<std::string, long long> kDefaults = {{"B", 1},    {"Hq", 32}, {"Hkv", 8},    {"Sq", 1},
@@ -57,114 +59,8 @@ const char* const kMarkNames[kMarks] = {
     "e3 warps' O/m/l in smem",    "e4 partial/O stored",        "e5 flag out / flags in",
     "e6 merge done (mergers)"};
 constexpr unsigned long long kMergedBit = 1ull << 31;
-
-double median(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-// One launch reduced over its blocks (us after the launch's earliest e0; NaN: no block reached it).
-struct LaunchStats {
-  double event_us = 0, span_us = 0;
-  int n[kMarks] = {};
-  double lo[kMarks], mid[kMarks], hi[kMarks];
-  unsigned long long step_ns = 0;  // smallest gap between two distinct marks (the timer's granularity, at most)
-};
-
-unsigned long long earliest_e0(const std::vector<unsigned long long>& tr, int nblocks) {
-  unsigned long long t0 = std::numeric_limits<unsigned long long>::max();
-  for (int b = 0; b < nblocks; ++b)
-    if (tr[size_t(b) * kDecTraceSlots] != 0) t0 = std::min(t0, tr[size_t(b) * kDecTraceSlots]);
-  KL_REQUIRE(t0 != std::numeric_limits<unsigned long long>::max(), "dec_trace: no block recorded e0 (not a trace build?)");
-  return t0;
-}
-
-LaunchStats reduce_launch(const std::vector<unsigned long long>& tr, int nblocks, float event_ms) {
-  LaunchStats s;
-  s.event_us = 1e3 * event_ms;
-  const unsigned long long t0 = earliest_e0(tr, nblocks);
-  unsigned long long last = t0;
-  std::vector<unsigned long long> all;
-  for (int e = 0; e < kMarks; ++e) {
-    std::vector<double> v;
-    for (int b = 0; b < nblocks; ++b) {
-      const unsigned long long t = tr[size_t(b) * kDecTraceSlots + e];
-      if (t == 0) continue;  // not reached (e5 unsplit, e6 non-merging blocks)
-      v.push_back(1e-3 * static_cast<double>(t - t0));
-      last = std::max(last, t);
-      all.push_back(t);
-    }
-    s.n[e] = static_cast<int>(v.size());
-    s.lo[e] = v.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::min_element(v.begin(), v.end());
-    s.hi[e] = v.empty() ? std::numeric_limits<double>::quiet_NaN() : *std::max_element(v.begin(), v.end());
-    s.mid[e] = median(v);
-  }
-  s.span_us = 1e-3 * static_cast<double>(last - t0);
-  std::sort(all.begin(), all.end());
-  for (size_t i = 1; i < all.size(); ++i)
-    if (all[i] != all[i - 1] && (s.step_ns == 0 || all[i] - all[i - 1] < s.step_ns)) s.step_ns = all[i] - all[i - 1];
-  return s;
-}
-
-// Median over launches of one per-launch figure (NaNs, i.e. launches where no block reached it, skipped).
-template <class F>
-double over_launches(const std::vector<LaunchStats>& runs, F f) {
-  std::vector<double> v;
-  for (const auto& r : runs)
-    if (!std::isnan(f(r))) v.push_back(f(r));
-  return median(v);
-}
-
-void print_raw(const std::vector<unsigned long long>& tr, int nblocks) {
-  const unsigned long long t0 = earliest_e0(tr, nblocks);
-  std::printf("  first timed launch, raw marks of blocks 0-3 (ns after its earliest e0 = %%globaltimer %llu; "
-              "- = not reached):\n    block", t0);
-  for (int e = 0; e < kMarks; ++e) std::printf("  %7s%d", "e", e);
-  std::printf("  tag\n");
-  for (int b = 0; b < std::min(nblocks, 4); ++b) {
-    const unsigned long long* row = &tr[size_t(b) * kDecTraceSlots];
-    std::printf("    %5d", b);
-    for (int e = 0; e < kMarks; ++e) {
-      if (row[e] == 0) std::printf("  %8s", "-");
-      else std::printf("  %8lld", static_cast<long long>(row[e] - t0));  // signed: catches a mark before e0
-    }
-    std::printf("  0x%08llx (block %llu%s)\n", row[7], row[7] & (kMergedBit - 1),
-                row[7] & kMergedBit ? ", merged" : "");
-  }
-}
-
-// The table of one shape: per mark, the medians over launches of its min / median / max over
-// blocks; then the event time and the in-kernel span.
-void print_table(const std::vector<LaunchStats>& runs) {
-  std::printf("  %-28s %6s %8s %8s %8s   (us after the launch's earliest e0; medians over launches)\n", "mark",
-              "blocks", "min", "median", "max");
-  for (int e = 0; e < kMarks; ++e) {
-    const double n = over_launches(runs, [&](const LaunchStats& r) { return double(r.n[e]); });
-    std::printf("  %-28s %6.0f", kMarkNames[e], n);
-    for (double v : {over_launches(runs, [&](const LaunchStats& r) { return r.lo[e]; }),
-                     over_launches(runs, [&](const LaunchStats& r) { return r.mid[e]; }),
-                     over_launches(runs, [&](const LaunchStats& r) { return r.hi[e]; })}) {
-      if (std::isnan(v)) std::printf(" %8s", "-");  // no block reached it (e5, e6 of an unsplit grid)
-      else std::printf(" %8.2f", v);
-    }
-    std::printf("\n");
-  }
-  const auto ev = [](const LaunchStats& r) { return r.event_us; };
-  double ev_lo = runs[0].event_us, ev_hi = runs[0].event_us;
-  unsigned long long step = 0;
-  for (const auto& r : runs) {
-    ev_lo = std::min(ev_lo, r.event_us);
-    ev_hi = std::max(ev_hi, r.event_us);
-    if (r.step_ns && (!step || r.step_ns < step)) step = r.step_ns;
-  }
-  std::printf("  %-28s %6s %8.2f %8.2f %8.2f   (cudaEvent pair around the launch; min / median / max)\n",
-              "launch (event time)", "", ev_lo, over_launches(runs, ev), ev_hi);
-  std::printf("  %-28s %6s %8s %8.2f   (earliest e0 -> last mark of any block)\n", "in-kernel span", "", "",
-              over_launches(runs, [](const LaunchStats& r) { return r.span_us; }));
-  std::printf("  smallest step between distinct marks: %llu ns (the timer's granularity is at most this)\n", step);
-}
+const TraceLayout kLayout = {"dec_trace", kMarks, kDecTraceSlots, kMarkNames};
+static_assert(kMarks < kDecTraceSlots && kMarks <= kTraceMaxMarks, "marks and the tag fit a row");
 
 void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInfo& dev, cudaStream_t stream) {
   const AttentionArgs shape = attention_shape(sh);
@@ -194,7 +90,7 @@ void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInf
     float ms = 0.f;
     KL_CHECK(cudaEventElapsedTime(&ms, beg, end));
     attn03_trace_dump(tr, traced);
-    runs.push_back(reduce_launch(tr, traced, ms));
+    runs.push_back(reduce_launch(kLayout, tr, traced, ms));
     if (j == 0) first = tr;
   }
   KL_CHECK(cudaEventDestroy(beg));
@@ -205,8 +101,12 @@ void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInf
               "L2 %.0f MB); %d warm-up + %d traced launches\n",
               blocks, g.tiles, g.splits, dev.sms, traced < blocks ? " (the first ones traced)" : "", 4e-6 * in.nKV, copies,
               1e-6 * set_bytes * copies, 1e-6 * dev.l2_bytes, kWarmup, kLaunches);
-  print_table(runs);
-  print_raw(first, traced);
+  print_table(kLayout, runs);
+  print_raw(kLayout, first, traced, [](unsigned long long t) {
+    char s[64];
+    std::snprintf(s, sizeof s, "0x%08llx (block %llu%s)", t, t & (kMergedBit - 1), t & kMergedBit ? ", merged" : "");
+    return std::string(s);
+  });
   std::printf("\n");
 }
 

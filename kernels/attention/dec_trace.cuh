@@ -15,17 +15,12 @@
 
 #ifdef KL_DEC_TRACE
 #include "attention/attention_internal.h"
+#include "common/ktrace.cuh"
 
 namespace kl {
 namespace dec {
 
 static __device__ unsigned long long g_trace[kDecTraceBlocks][kDecTraceSlots];
-
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");  // "memory": not moved across loads/stores
-  return t;
-}
 
 // `tid`: the consumer thread index (rung 09's producer warp never records).
 __device__ __forceinline__ void trace_mark(int slot, int tid) {

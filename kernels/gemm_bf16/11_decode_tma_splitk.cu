@@ -85,6 +85,29 @@
 #include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
 
+// Opt-in timeline (cmake -DKL_DEC_TRACE=ON; tools/gemm_trace.cu): consumer thread 0 of block
+// b < kGemm11TraceBlocks writes %globaltimer into g_trace11[b][slot]: e0 entry (barriers ready),
+// e1 first stage landed, e2 mainloop done, e3 partial parked, e4 first cluster barrier passed,
+// e5 this CTA's rows reduced and stored, e6 exit; e7 (producer lane) its last TMA issued; slot 8 the
+// tag blockIdx.x | rank << 24. The default build has none of it.
+#ifdef KL_DEC_TRACE
+#include "common/ktrace.cuh"
+namespace kl {
+namespace hopper_gemm {
+static __device__ unsigned long long g_trace11[kGemm11TraceBlocks][kGemm11TraceSlots];
+}  // namespace hopper_gemm
+}  // namespace kl
+#define K11_MARK(slot, who)                                                                  \
+  do {                                                                                       \
+    if ((who) && blockIdx.x < kGemm11TraceBlocks) g_trace11[blockIdx.x][slot] = globaltimer_ns(); \
+  } while (0)
+#define K11_TAG(v) \
+  do { if (tid == 0 && blockIdx.x < kGemm11TraceBlocks) g_trace11[blockIdx.x][8] = (v); } while (0)
+#else
+#define K11_MARK(slot, who) ((void)0)
+#define K11_TAG(v) ((void)0)
+#endif
+
 namespace kl {
 namespace hopper_gemm {
 namespace {
@@ -191,6 +214,8 @@ __global__ void __launch_bounds__(THREADS, 2)
     mbar_ring_init(full, empty, stages, active);
   }
   __syncthreads();
+  K11_MARK(0, tid == 0);
+  K11_TAG(blockIdx.x | (unsigned long long)rank << 24);
 
   const int g = lane / 4, c = lane % 4;
   if (warp == CWARPS) {
@@ -225,6 +250,7 @@ __global__ void __launch_bounds__(THREADS, 2)
           }
         }
       }
+      K11_MARK(7, true);
     }
     __syncwarp();
   } else if constexpr (WG) {
@@ -254,6 +280,7 @@ __global__ void __launch_bounds__(THREADS, 2)
     uint32_t ph = 0;
     for (int kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&full[s], ph);
+      K11_MARK(1, tid == 0 && kb == kb0);
       uint8_t* sW = ring + s * STAGE;
       const uint64_t da = make_smem_desc_sw128(sW + W_BYTES);
       wgmma_fence();
@@ -278,6 +305,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       if (++s == stages) s = 0, ph ^= 1;
     }
     wgmma_wait<0>();  // (the last stage needs no release: the producer is done)
+    K11_MARK(2, tid == 0);
     // Named barrier of the 8 consumer warps: every full barrier has been waited (all TMA writes
     // landed) and every wgmma read of the ring is complete before any warp parks into it.
     if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
@@ -337,6 +365,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       uint32_t ph = 0;
       for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(&full[s], ph);
+        K11_MARK(1, tid == 0 && kb == kb0);
         const uint8_t* sW = ring + s * STAGE;
         const uint8_t* sA = sW + W_BYTES;
 #pragma unroll
@@ -390,6 +419,7 @@ __global__ void __launch_bounds__(THREADS, 2)
           for (int j = 0; j < MT; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] += dup[i][j][e];
+    K11_MARK(2, tid == 0);
     named_barrier_sync(1, CWARPS * 32);
     // park: acc[tt][nt][e] = W row (tile*16 + g (+8 for e >= 2)), activation row nt*8 + 2c + (e & 1).
     if (warp < active) {
@@ -406,8 +436,10 @@ __global__ void __launch_bounds__(THREADS, 2)
       }
     }
   }
+  K11_MARK(3, tid == 0);
   pdl_wait();  // C may be read/written by the previous kernel: touch it only after it is done
   cluster_sync();  // all S partials written and visible cluster-wide
+  K11_MARK(4, tid == 0);
 
   // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
   // remote loads of an element are issued back to back (independent), then summed in rank order.
@@ -435,7 +467,9 @@ __global__ void __launch_bounds__(THREADS, 2)
       }
     }
   }
+  K11_MARK(5, tid == 0);
   cluster_sync();  // peers may still be reading our partial
+  K11_MARK(6, tid == 0);
 #endif
 }
 
@@ -713,6 +747,20 @@ void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pf
 
 // The configuration the launcher would use, for tests and the doc.
 std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K)); }
+int grid_11(int M, int N, int K) { return choose(M, N, K).grid; }
+
+#ifdef KL_DEC_TRACE
+void gemm11_trace_clear(cudaStream_t s) {
+  void* p = nullptr;
+  KL_CHECK(cudaGetSymbolAddress(&p, g_trace11));
+  KL_CHECK(cudaMemsetAsync(p, 0, sizeof(g_trace11), s));
+}
+void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks) {
+  const int n = std::clamp(nblocks, 0, kGemm11TraceBlocks);
+  out.assign(static_cast<size_t>(n) * kGemm11TraceSlots, 0ull);
+  if (n > 0) KL_CHECK(cudaMemcpyFromSymbol(out.data(), g_trace11, out.size() * sizeof(out[0])));
+}
+#endif
 
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
   add_forced(t, std::make_integer_sequence<int, kNumForced>{});

@@ -42,6 +42,17 @@ std::string describe_11(int M, int N, int K);  // the launch configuration rung 
 void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s);
 // Experiment rows 80+ (KL_GEMM_EXP=1): rung 11 with each forced configuration of its sweep.
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t);
+// Rung 11's grid (CTAs) for a shape, as its plan launches it.
+int grid_11(int M, int N, int K);
+// Rung 11's opt-in timeline (cmake -DKL_DEC_TRACE=ON; tools/gemm_trace.cu): blocks
+// b < kGemm11TraceBlocks record kGemm11TraceSlots words each (e0-e7 %globaltimer ns, then the tag).
+constexpr int kGemm11TraceBlocks = 1024;
+constexpr int kGemm11TraceSlots = 9;
+#ifdef KL_DEC_TRACE
+void gemm11_trace_clear(cudaStream_t s);
+// Copies blocks [0, min(nblocks, kGemm11TraceBlocks)) of the trace, row-major, into `out`.
+void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
+#endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
