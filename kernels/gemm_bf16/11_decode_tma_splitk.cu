@@ -178,7 +178,7 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 template <int MT, int WN, int NSL, int P = 0>
 __global__ void __launch_bounds__(THREADS, 2)
     k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx) {
+        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool WG = WN > 0;
   constexpr int MP = MT * 8;              // activation rows in the box (TMA zero-fills past M)
@@ -221,13 +221,17 @@ __global__ void __launch_bounds__(THREADS, 2)
   if (warp == CWARPS) {
     // ---- producer: one thread walks this CTA's k range through the ring. W (weights: never
     // written by a kernel) is requested before griddepcontrol.wait, so with programmatic dependent
-    // launch the first `pre` W boxes stream while the previous kernel is still finishing; the
+    // launch the first `pre` (<= wpre) W boxes stream while the previous kernel is still finishing; the
     // activation boxes (possibly produced by that kernel) only after the wait. With pfx > 0 the
     // W boxes of the next pfx k-blocks past the ring are also requested into L2 (no smem), so
     // (stages + pfx) W boxes are in flight from DRAM while the ring holds `stages`.
     if (lane == 0) {
       const int nk = kb1 - kb0;
-      const int pre = nk < stages ? nk : stages;
+      // v4: at most `wpre` W boxes go out before the wait and their activation boxes; the rest
+      // of the ring follows box by box (W, then its activation box). v3 requested the whole ring's
+      // W first: 8-13 MB of W over the grid queued ahead of the first activation box, so the first
+      // stage landed 2.9-4.3 us after entry at M = 64 (gemm_trace).
+      const int pre = min(nk, min(stages, wpre));
       for (int j = stages; j < nk && j < stages + pfx; ++j) tma_prefetch_l2_2d(&tmW, (kb0 + j) * kBK, n0);
       if (nk == 0) pdl_wait();
       for (int it = 0; it < nk; ++it) {
@@ -441,29 +445,46 @@ __global__ void __launch_bounds__(THREADS, 2)
   cluster_sync();  // all S partials written and visible cluster-wide
   K11_MARK(4, tid == 0);
 
-  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
-  // remote loads of an element are issued back to back (independent), then summed in rank order.
+  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. An item
+  // is one float4 (4 activation rows) of one W row; a thread takes items tid, tid + THREADS, ...
+  // (consecutive threads: consecutive n). v4: the S remote loads of up to 8 / S items are all
+  // issued before any is summed (a chunk), so the DSMEM latency is paid once per chunk rather than
+  // once per item (v3 looped item by item: 1.4-3.2 us for this phase at M = 64, gemm_trace);
+  // each item is still summed in rank order 0..S-1 (the same bits).
   const int per = ceil_div(R, S);
   const int r0 = rank * per, r1 = min(R, r0 + per);
   const int rows = r1 - r0;
   if (rows > 0) {
-    for (int idx = tid; idx < rows * (MP / 4); idx += THREADS) {
-      const int r = r0 + idx % rows, m4 = idx / rows;  // consecutive threads: consecutive n
-      const int n = n0 + r;
-      if (n >= N) continue;
-      float4 v[MAX_S];
+    constexpr int RL = MAX_S;              // loads in flight per thread and chunk (32 registers)
+    const int KC = RL / S;                 // items per chunk (>= 1)
+    const int total = rows * (MP / 4);
+    for (int c0 = tid; c0 < total; c0 += KC * THREADS) {
+      float4 v[RL];
 #pragma unroll
-      for (int q = 0; q < MAX_S; ++q)
-        if (q < S) v[q] = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
-      float4 sum = v[0];
+      for (int l = 0; l < RL; ++l) {       // l = k S + q: item k of the chunk, rank q
+        const int k = l / S, q = l - k * S;
+        const int idx = c0 + k * THREADS;
+        const int r = r0 + idx % rows, m4 = idx / rows;
+        if (k < KC && idx < total && n0 + r < N) v[l] = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
+      }
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-      for (int q = 1; q < MAX_S; ++q)
-        if (q < S) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
-      const float o[4] = {sum.x, sum.y, sum.z, sum.w};
+      for (int l = 0; l < RL; ++l) {
+        const int k = l / S, q = l - k * S;
+        const int idx = c0 + k * THREADS;
+        const int r = r0 + idx % rows, m4 = idx / rows;
+        const int n = n0 + r;
+        if (k >= KC || idx >= total || n >= N) continue;
+        if (q == 0) sum = v[l];
+        else sum.x += v[l].x, sum.y += v[l].y, sum.z += v[l].z, sum.w += v[l].w;
+        if (q == S - 1) {
+          const float o[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int m = 4 * m4 + j;
-        if (m < M) C[(size_t)m * N + n] = __float2bfloat16_rn(o[j]);
+          for (int j = 0; j < 4; ++j) {
+            const int m = 4 * m4 + j;
+            if (m < M) C[(size_t)m * N + n] = __float2bfloat16_rn(o[j]);
+          }
+        }
       }
     }
   }
@@ -489,16 +510,18 @@ struct Cfg11 {
   int T = 4, S = 1, stages = 2;
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
+  int wpre = 1 << 20; // W boxes requested before griddepcontrol.wait (capped by the ring)
   int probe = 0;      // k11's P (experiment rows 120+ only)
   size_t smem = 0;
   int grid = 1;
 };
 
 // Everything but (T, S, ring mode) follows from the shape; stages fill the ring budget.
-Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0) {
+Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, int wpre = 1 << 20) {
   (void)K;
   Cfg11 c;
   c.pfx = std::max(0, pfx);
+  c.wpre = std::max(1, wpre);
   c.wn = M <= 16 ? 0 : M <= 32 ? 32 : 64;
   c.mt = c.wn ? c.wn / 8 : (M <= 8 ? 1 : 2);
   c.T = std::min(std::max(T, MIN_T), MAX_T);
@@ -635,7 +658,7 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   attr[1] = pdl_attribute();
   cfg.attrs = attr;
   cfg.numAttrs = s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread ? 2 : 1;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL, P>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx));
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL, P>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre));
   KL_CHECK_LAUNCH();
 }
 
@@ -673,13 +696,14 @@ std::string describe(const Cfg11& cf) {
   return std::string(cf.wn ? (cf.wn == 32 ? "wgmma-n32" : "wgmma-n64") : "mma.sync") +
          " T=" + std::to_string(cf.T) + " S=" + std::to_string(cf.S) +
          " ring=" + std::to_string(cf.ring_mode) + "/SM stages=" + std::to_string(cf.stages) +
-         " pfx=" + std::to_string(cf.pfx) + " grid=" + std::to_string(cf.grid) +
+         " pfx=" + std::to_string(cf.pfx) + " wpre=" + std::to_string(std::min(cf.wpre, cf.stages)) +
+         " grid=" + std::to_string(cf.grid) +
          " smem=" + std::to_string(cf.smem);
 }
 
 // Experiment rows (KL_GEMM_EXP=1 only, numbered 80+): rung 11 with (T, S, ring mode) forced on
 // every shape, so one bench run measures the configurations the cost model chooses between.
-struct Forced { int T, S, mode, pfx; const char* name; };
+struct Forced { int T, S, mode, pfx; const char* name; int wpre = 1 << 20; };
 constexpr Forced kForced[] = {
     {8, 4, 2, 0, "x11_T8_S4_r2"},    {8, 4, 1, 0, "x11_T8_S4_r1"},   {16, 8, 1, 0, "x11_T16_S8_r1"},
     {12, 6, 1, 0, "x11_T12_S6_r1"},  {11, 2, 1, 0, "x11_T11_S2_r1"}, {11, 2, 2, 0, "x11_T11_S2_r2"},
@@ -697,16 +721,22 @@ constexpr Forced kForced[] = {
     {16, 4, 1, 0, "x11_T16_S4_r1"},  {16, 4, 2, 0, "x11_T16_S4_r2"},  {16, 2, 1, 0, "x11_T16_S2_r1"},
     // one slab per CTA (T = 4: both warpgroups split its k steps, v4)
     {4, 1, 2, 0, "x11_T4_S1_r2"},    {4, 1, 1, 0, "x11_T4_S1_r1"},   {4, 3, 1, 0, "x11_T4_S3_r1"},
+    // v4: two W boxes before griddepcontrol.wait, then box by box (W, activations)
+    {8, 2, 1, 0, "x11_T8_S2_r1_w2", 2},   {4, 2, 1, 0, "x11_T4_S2_r1_w2", 2},
+    {4, 2, 2, 0, "x11_T4_S2_r2_w2", 2},   {8, 4, 2, 0, "x11_T8_S4_r2_w2", 2},
+    {12, 4, 2, 0, "x11_T12_S4_r2_w2", 2}, {11, 2, 1, 0, "x11_T11_S2_r1_w2", 2},
+    {6, 2, 1, 0, "x11_T6_S2_r1_w2", 2},
 };
 constexpr int kNumForced = sizeof(kForced) / sizeof(kForced[0]);
 static_assert(80 + kNumForced <= 120, "forced rows stay below the probe rows");
 template <int I>
 void launch_forced(const GemmBf16Args& a, cudaStream_t s) {
-  launch_cfg(a, make_cfg(a.M, a.N, a.K, kForced[I].T, kForced[I].S, kForced[I].mode, kForced[I].pfx), s);
+  launch_cfg(a, make_cfg(a.M, a.N, a.K, kForced[I].T, kForced[I].S, kForced[I].mode, kForced[I].pfx,
+                         kForced[I].wpre), s);
 }
 template <int... I>
 void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I...>) {
-  (t.push_back({80 + I, kForced[I].name, "experiment: rung 11 with (T, S, ring mode, L2 prefetch) forced",
+  (t.push_back({80 + I, kForced[I].name, "experiment: rung 11 with (T, S, ring mode, L2 prefetch, W boxes before the PDL wait) forced",
                 supports_11, launch_forced<I>}),
    ...);
 }
