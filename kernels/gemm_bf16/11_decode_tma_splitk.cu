@@ -228,9 +228,11 @@ __global__ void __launch_bounds__(THREADS, 2)
     if (lane == 0) {
       const int nk = kb1 - kb0;
       // v4: at most `wpre` W boxes go out before the wait and their activation boxes; the rest
-      // of the ring follows box by box (W, then its activation box). v3 requested the whole ring's
-      // W first: 8-13 MB of W over the grid queued ahead of the first activation box, so the first
-      // stage landed 2.9-4.3 us after entry at M = 64 (gemm_trace).
+      // of the ring follows box by box (W, then its activation box). Requesting the whole ring's
+      // W first (v3, still the default) queues 8-13 MB of W over the grid ahead of the first
+      // activation box: the first stage landed 2.9-4.3 us after entry at M = 64 (gemm_trace); the
+      // narrow-N plan takes wpre = 2 (about 1 us less per single launch, up to 0.5 us more back
+      // to back, where the PDL overlap has fewer W boxes to stream early).
       const int pre = min(nk, min(stages, wpre));
       for (int j = stages; j < nk && j < stages + pfx; ++j) tma_prefetch_l2_2d(&tmW, (kb0 + j) * kBK, n0);
       if (nk == 0) pdl_wait();
@@ -445,46 +447,31 @@ __global__ void __launch_bounds__(THREADS, 2)
   cluster_sync();  // all S partials written and visible cluster-wide
   K11_MARK(4, tid == 0);
 
-  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. An item
-  // is one float4 (4 activation rows) of one W row; a thread takes items tid, tid + THREADS, ...
-  // (consecutive threads: consecutive n). v4: the S remote loads of up to 8 / S items are all
-  // issued before any is summed (a chunk), so the DSMEM latency is paid once per chunk rather than
-  // once per item (v3 looped item by item: 1.4-3.2 us for this phase at M = 64, gemm_trace);
-  // each item is still summed in rank order 0..S-1 (the same bits).
+  // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
+  // remote loads of an element are issued back to back (independent), then summed in rank order.
+  // (v4 tried issuing every load of up to 8 / S elements before summing any: row 11 got 0.3-1.5 us
+  // SLOWER at M = 64 in the same-call A/B of request p6, so the loop stays element by element.)
   const int per = ceil_div(R, S);
   const int r0 = rank * per, r1 = min(R, r0 + per);
   const int rows = r1 - r0;
   if (rows > 0) {
-    constexpr int RL = MAX_S;              // loads in flight per thread and chunk (32 registers)
-    const int KC = RL / S;                 // items per chunk (>= 1)
-    const int total = rows * (MP / 4);
-    for (int c0 = tid; c0 < total; c0 += KC * THREADS) {
-      float4 v[RL];
+    for (int idx = tid; idx < rows * (MP / 4); idx += THREADS) {
+      const int r = r0 + idx % rows, m4 = idx / rows;  // consecutive threads: consecutive n
+      const int n = n0 + r;
+      if (n >= N) continue;
+      float4 v[MAX_S];
 #pragma unroll
-      for (int l = 0; l < RL; ++l) {       // l = k S + q: item k of the chunk, rank q
-        const int k = l / S, q = l - k * S;
-        const int idx = c0 + k * THREADS;
-        const int r = r0 + idx % rows, m4 = idx / rows;
-        if (k < KC && idx < total && n0 + r < N) v[l] = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
-      }
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int q = 0; q < MAX_S; ++q)
+        if (q < S) v[q] = dsmem_ld_f32x4(part + r * LDR + 4 * m4, (uint32_t)q);
+      float4 sum = v[0];
 #pragma unroll
-      for (int l = 0; l < RL; ++l) {
-        const int k = l / S, q = l - k * S;
-        const int idx = c0 + k * THREADS;
-        const int r = r0 + idx % rows, m4 = idx / rows;
-        const int n = n0 + r;
-        if (k >= KC || idx >= total || n >= N) continue;
-        if (q == 0) sum = v[l];
-        else sum.x += v[l].x, sum.y += v[l].y, sum.z += v[l].z, sum.w += v[l].w;
-        if (q == S - 1) {
-          const float o[4] = {sum.x, sum.y, sum.z, sum.w};
+      for (int q = 1; q < MAX_S; ++q)
+        if (q < S) sum.x += v[q].x, sum.y += v[q].y, sum.z += v[q].z, sum.w += v[q].w;
+      const float o[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int m = 4 * m4 + j;
-            if (m < M) C[(size_t)m * N + n] = __float2bfloat16_rn(o[j]);
-          }
-        }
+      for (int j = 0; j < 4; ++j) {
+        const int m = 4 * m4 + j;
+        if (m < M) C[(size_t)m * N + n] = __float2bfloat16_rn(o[j]);
       }
     }
   }
@@ -596,14 +583,21 @@ bool one_wave(const Cfg11& c) {
 // The rules are fitted to N in {4096, 11008}, K in {4096, 11008}: other shapes get a correct but
 // untuned plan (e.g. N = 2048 at M <= 16: 44 CTAs).
 Cfg11 choose_uncached(int M, int N, int K) {
-  struct Rule { int S, mode, t0; };
-  const Rule small_m[] = {{4, 2, 12}, {2, 1, 11}};
-  const Rule large_m[] = {{2, 1, 8}};
+  struct Rule { int S, mode, t0, t1, wpre; };
+  constexpr int ALL = 1 << 20;
+  // v4 (session 16, request p6, forced row 113 vs the v3 plans; us single / graph): first, where
+  // 64-row strips x 2 K halves fit one wave (N <= ~8.4 K), T = 4, S = 2, 1-CTA/SM rings, two W
+  // boxes before the PDL wait: M = 1 / 16 / 32 / 64 at 4096^2 16.8 / 12.6, 17.1 / 13.0,
+  // 17.8 / 13.7, 19.3 / 15.1 (v3 plans 16.7 / 14.4, 17.8 / 16.4, 18.9 / 13.3, 21.4 / 15.5), at
+  // 4096x11008 31.0 / 26.8, 31.8 / 27.7, 33.4 / 28.9, 35.3 / 31.1 (v3 29.7 / 33.4, 31.1 / 36.8,
+  // 34.4 / 28.5, 38.7 / 32.6). Then v3's rules (N = 11008 keeps T = 11, S = 2: 126 CTAs).
+  const Rule small_m[] = {{2, 1, 4, 4, 2}, {4, 2, 12, MAX_T, ALL}, {2, 1, 11, MAX_T, ALL}};
+  const Rule large_m[] = {{2, 1, 4, 4, 2}, {2, 1, 8, MAX_T, ALL}};
   const Rule* rules = M <= 16 ? small_m : large_m;
-  const int nrules = M <= 16 ? 2 : 1;
+  const int nrules = M <= 16 ? 3 : 2;
   for (int r = 0; r < nrules; ++r)
-    for (int T = rules[r].t0; T <= MAX_T; ++T) {
-      const Cfg11 c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode);
+    for (int T = rules[r].t0; T <= rules[r].t1; ++T) {
+      const Cfg11 c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode, 0, rules[r].wpre);
       if (c.T == T && c.stages >= 3 && one_wave(c)) return c;
     }
   Cfg11 best;
