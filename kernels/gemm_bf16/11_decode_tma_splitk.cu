@@ -585,16 +585,19 @@ bool one_wave(const Cfg11& c) {
 Cfg11 choose_uncached(int M, int N, int K) {
   struct Rule { int S, mode, t0, t1, wpre; };
   constexpr int ALL = 1 << 20;
-  // v4 (session 16, request p6, forced row 113 vs the v3 plans; us single / graph): first, where
-  // 64-row strips x 2 K halves fit one wave (N <= ~8.4 K), T = 4, S = 2, 1-CTA/SM rings, two W
-  // boxes before the PDL wait: M = 1 / 16 / 32 / 64 at 4096^2 16.8 / 12.6, 17.1 / 13.0,
-  // 17.8 / 13.7, 19.3 / 15.1 (v3 plans 16.7 / 14.4, 17.8 / 16.4, 18.9 / 13.3, 21.4 / 15.5), at
-  // 4096x11008 31.0 / 26.8, 31.8 / 27.7, 33.4 / 28.9, 35.3 / 31.1 (v3 29.7 / 33.4, 31.1 / 36.8,
-  // 34.4 / 28.5, 38.7 / 32.6). Then v3's rules (N = 11008 keeps T = 11, S = 2: 126 CTAs).
-  const Rule small_m[] = {{2, 1, 4, 4, 2}, {4, 2, 12, MAX_T, ALL}, {2, 1, 11, MAX_T, ALL}};
+  // v4 (session 16), M > 16 only: first, where 64-row strips x 2 K halves fit one wave
+  // (N <= ~8.4 K), T = 4 (one slab, k steps split over the two warpgroups), S = 2, 1-CTA/SM
+  // rings, two W boxes before the PDL wait. Request p7 (the plan itself; us single / graph):
+  // M = 32 / 64 at 4096^2 17.1 / 13.2 and 18.7 / 14.4, at 4096x11008 32.7 / 28.7 and
+  // 34.1 / 30.1; v3's plan (T = 8, with v4's wait_group 1) in request p6: 18.2 / 12.4,
+  // 20.3 / 14.7, 34.0 / 28.2, 37.3 / 31.6. The same cut at M <= 16 (mma.sync path) was mixed
+  // between runs (request p6 row 113: M = 16 4096^2 17.1 / 13.0; request p7 as the plan: 18.8 /
+  // 14.4; 4096x11008 31.8 / 27.7 vs 37.3 / 33.0), so M <= 16 keeps v3's rules. Then v3's rules
+  // (N = 11008 keeps T = 11, S = 2: 126 CTAs).
+  const Rule small_m[] = {{4, 2, 12, MAX_T, ALL}, {2, 1, 11, MAX_T, ALL}};
   const Rule large_m[] = {{2, 1, 4, 4, 2}, {2, 1, 8, MAX_T, ALL}};
   const Rule* rules = M <= 16 ? small_m : large_m;
-  const int nrules = M <= 16 ? 3 : 2;
+  const int nrules = 2;
   for (int r = 0; r < nrules; ++r)
     for (int T = rules[r].t0; T <= rules[r].t1; ++T) {
       const Cfg11 c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode, 0, rules[r].wpre);

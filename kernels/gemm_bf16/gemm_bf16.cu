@@ -187,10 +187,9 @@ ShapeClass classify(const GemmBf16Args& a) {
     //    34.9/29.3 vs 04 34.7/32.6;
     //  * narrow, M > 32: rung 04: 20.4/18.2 vs 11 21.6/16.1; 36.8/34.5 vs 11 40.4/34.9.
     // Session 16 (rung 11 v4: wgmma wait_group 1, T = 4 with the k steps split over both
-    // warpgroups, and its narrow-N plan T = 4, S = 2, wpre = 2; request p6 row 113 vs 04 of request
-    // p2 and of the df97d2b run): narrow M <= 16 and M > 32 now also take rung 11 first: M = 16
-    // 17.1/13.0 vs 04 17.4/14.4 (K = 4096), 31.8/27.7 vs 33.6/30.6 (K = 11008); M = 64 19.3/15.1
-    // vs 20.6/18.0, 35.3/31.1 vs 37.1/34.4.
+    // warpgroups, narrow-N plan T = 4, S = 2, wpre = 2 at M > 16; request p7, same call as 04):
+    // narrow M > 32 now takes rung 11 first: 18.7/14.4 vs 04 20.6/18.0 (K = 4096), 34.1/30.1 vs
+    // 36.9/34.3 (K = 11008).
     if (a.N >= 8192) return a.M <= 32 ? ShapeClass::DecodeWide : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;
     if (a.M <= 16) return ShapeClass::Decode16;
@@ -207,7 +206,7 @@ ShapeClass classify(const GemmBf16Args& a) {
 
 const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecodeOne = {11, 4, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecode16 = {11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode16 = {4, 11, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecode32 = {11, 4, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecode64 = {11, 4, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
