@@ -52,7 +52,7 @@
 // 88-89% at 134 MB, 100-105% from 537 MB).
 // Since df97d2b (decode: the tile's last piece merges after acquiring the other pieces' flags,
 // decode_split.cuh; docs/attention.md Part 1 log; same-call A/B 0.0 to -2.4% event time, -0.1 to
-// -4.5% graph time): full run of df97d2b (results/h200/attention.jsonl) decode B=1,Hkv=8,Skv=4096
+// -4.5% graph time): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) decode B=1,Hkv=8,Skv=4096
 // 12.9 us (60% of the same-run copy of the same bytes), B=1,Hkv=32,Skv=4096 24.3 (81%),
 // B=1,Hkv=8,Skv=32768 39.6 (89.2%), B=8,Hkv=8,Skv=4096 39.5 (89.6%), from 537 MB 100-105%; prefill
 // (unchanged) S=4096 D=128 328.1 / 342.1 TFLOP/s causal / non-causal. The in-kernel timeline

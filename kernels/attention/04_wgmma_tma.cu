@@ -20,7 +20,7 @@
 // full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 422.6 [1980] / 515.7 [1938]
 // TFLOP/s causal / non-causal, S=8192 477.0 [1920] / 497.3 [1839], D=64 S=4096 non-causal 333.2.
 // Since df97d2b (Q's wgmma descriptors on the uniform datapath, docs/attention.md log item 13; not
-// A/B'd on this rung): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 426.0 [1980] /
+// A/B'd on this rung): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 426.0 [1980] /
 // 525.3 [1977] TFLOP/s causal / non-causal, S=8192 490.3 [1947] / 491.9 [1829], D=64 S=4096
 // non-causal 333.4 [1980].
 #include "attention/hopper_fa.cuh"

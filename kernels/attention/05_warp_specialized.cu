@@ -17,7 +17,7 @@
 // overlapped loop): full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 465.4 [1968] /
 // 559.7 [1931] TFLOP/s causal / non-causal, S=8192 514.8 [1890] / 546.3 [1749], D=64 384.3.
 // Since df97d2b (Q's wgmma descriptors on the uniform datapath, docs/attention.md log item 13; not
-// A/B'd on this rung): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 471.1 [1980] /
+// A/B'd on this rung): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 471.1 [1980] /
 // 567.9 [1965] TFLOP/s causal / non-causal, S=8192 520.4 [1898] / 554.6 [1772], D=64 S=4096
 // non-causal 383.2 [1980].
 #include "attention/hopper_fa.cuh"

@@ -21,7 +21,7 @@
 // [1659], D=64 S=4096 non-causal 460.0 [1980]. The entry point's non-causal long pick since.
 // Since df97d2b (Q's wgmma descriptors on the uniform datapath, docs/attention.md log item 13:
 // 1193 -> 1136 SASS instructions per KV tile at D = 128; same-call A/B -2.4% time at S=4096
-// non-causal, -3.4% causal): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 578.6
+// non-causal, -3.4% causal): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 578.6
 // [1980] / 689.6 [1932] TFLOP/s causal / non-causal (non-causal 1.015x cuDNN in this run, 1.072x in
 // the A/B's same call), S=8192 611.0 [1757] / 665.6 [1664], D=64 S=4096 non-causal 460.9 [1980].
 // Still the entry point's non-causal long pick.

@@ -23,7 +23,7 @@
 // 06 shrank (S=4096 causal: ~3% before, 0-1% in the stale-max A/B) and 06 is ahead non-causal.
 // Since df97d2b (Q's wgmma descriptors on the uniform datapath, docs/attention.md log item 13:
 // 1177 -> 1146 SASS instructions per KV tile at D = 128; same-call A/B -2.0% time at S=4096
-// non-causal): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 565.3 [1980] / 650.3
+// non-causal): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 565.3 [1980] / 650.3
 // [1860] TFLOP/s causal / non-causal, S=8192 604.1 [1695] / 668.8 [1649], D=64 S=4096 non-causal
 // 452.1 [1980].
 #include "attention/hopper_fa.cuh"

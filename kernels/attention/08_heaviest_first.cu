@@ -34,7 +34,7 @@
 // the ring-stage arithmetic and every wgmma descriptor run on the uniform datapath: docs/attention.md
 // log item 13, 1274 -> 1187 SASS instructions per KV tile at D = 128, no R2UR; same-call A/B -6.1% /
 // -5.6% time at S=4096 non-causal / causal, -9 to -12% at D = 64): full run of df97d2b
-// (results/h200/attention.jsonl) S=4096 D=128 621.2 [1980] / 654.9 [1809] TFLOP/s causal /
+// (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 621.2 [1980] / 654.9 [1809] TFLOP/s causal /
 // non-causal (causal 1.17x cuDNN in this run, 1.24x in the A/B's same call), S=8192 574.7 [1635] /
 // 676.6 [1651] (causal is bimodal here: the auto row, = 08, ran 644.1 [1626]), D=64 S=4096
 // non-causal 459.6 [1980]. The entry point's pick for every causal shape since (D = 64 with Skv >

@@ -34,7 +34,7 @@
 // released it). Short of the 90% target except at B=8,Hkv=32 / Skv=32768 and above; not the
 // entry point's pick (rung 03 is as fast or faster on every measured shape).
 // Since df97d2b (the merge change above; same-call A/B, results/h200/dev/dec_merge/: 0.0 to -3.5%
-// event time, -0.2 to -6.1% graph time): full run of df97d2b (results/h200/attention.jsonl)
+// event time, -0.2 to -6.1% graph time): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl)
 // B=1,Hkv=8,Skv=4096 12.9 us, B=1,Hkv=8,Skv=32768 40.6 us (60% / 87% of the same-run copy).
 #include <algorithm>
 #include <climits>

@@ -22,7 +22,7 @@
 // S=4096 non-causal 413.1 [1980]: now behind 08 at D = 128, so no longer the causal pick.
 // Since df97d2b (uniform-datapath descriptors, docs/attention.md log item 13: 1002 -> 904 SASS
 // instructions per KV tile at D = 128; same-call A/B -2.4% / -2.8% time at S=4096 non-causal /
-// causal): full run of df97d2b (results/h200/attention.jsonl) S=4096 D=128 542.2 [1943] / 597.3
+// causal): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) S=4096 D=128 542.2 [1943] / 597.3
 // [1680] TFLOP/s causal / non-causal, S=8192 558.5 [1560] / 595.6 [1647], D=64 S=4096 non-causal
 // 458.9 [1980]. The registers freed let the stale-max path compile at BN = 176
 // (-DKL_STALE_BN=176: 8 bytes spilled once per item; -9 to -12% time in the A/B), still behind 08 /

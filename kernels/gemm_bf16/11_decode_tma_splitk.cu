@@ -73,6 +73,24 @@
 //    M=1 4096x11008 28.9 / 31.4 (28.8 / 26.8). Still short: M = 64 (0.6-0.8x cuBLAS single),
 //    M = 16-32 (0.8x in run 2, where cuBLAS measured 14.5-14.9 us vs 18.0-20.2 in run 1) and the
 //    long-K narrow shapes (graph slower than single; likely PDL co-residency); docs/gemm_bf16.md.
+// v4 (session 16; docs/gemm_bf16.md "The decode rung, fourth pass"; rows in
+// results/h200/dev/dec11_v4/): probes that double one cost (rows 120-122) put the wgmma consumer,
+// not the activation bytes, on the M = 64 critical path; tools/w_stream showed the W stream alone
+// at 13-15 us for 4096x4096 whatever the cut; tools/gemm_trace split the rest into the first
+// stage's latency and the tail after the mainloop. Changes:
+//  * wgmma wait_group 1: one group stays in flight, the previous stage is released (v3 drained
+//    every stage): 64x4096x4096 21.8 -> 20.3 us single, 15.9 -> 14.6 graph (p1 row 113 vs 11);
+//  * NSL = 0 (T <= 4, one slab): the two warpgroups take two k16 steps of each stage each, into
+//    their own accumulators, summed in a fixed order in the park (v3: the second warpgroup
+//    re-read slab 0 into a dropped accumulator: twice the tensor work);
+//  * wpre: the W boxes requested before griddepcontrol.wait (v3: the whole ring, which queued up
+//    to 13 MB of W ahead of the first activation box);
+//  * the M > 16 plan where it fits one wave: T = 4, S = 2, 1-CTA/SM ring, wpre = 2 (128 CTAs at
+//    N = 4096). Full run of 9794671 (us single / graph, cuBLAS beside): 32x4096x4096 17.4 / 13.2
+//    (15.3 / 12.8), 64x4096x4096 18.5 / 14.4 (14.3 / 11.6), 64x4096x11008 34.1 / 30.2
+//    (31.8 / 28.7); df97d2b's run: 18.9 / 12.9, 22.0 / 15.9, 41.1 / 34.9. Still short of cuBLAS
+//    at M = 64: its pair of CTAs splits M (W multicast, no reduction); ours splits K and pays a
+//    2.3-4.6 us tail (park, cluster barrier, DSMEM reduction, stores).
 #include <algorithm>
 #include <cstdint>
 #include <map>
