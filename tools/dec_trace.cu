@@ -75,26 +75,11 @@ void trace_shape(const Shape& sh, const Rung<AttentionArgs>& r3, const DeviceInf
   const int traced = static_cast<int>(std::min<long long>(blocks, kDecTraceBlocks));
 
   for (int i = 0; i < kWarmup; ++i) r3.launch(args_for(i), stream);
-  cudaEvent_t beg, end;
-  KL_CHECK(cudaEventCreate(&beg));
-  KL_CHECK(cudaEventCreate(&end));
-  std::vector<LaunchStats> runs;
-  std::vector<unsigned long long> tr, first;
-  for (int j = 0; j < kLaunches; ++j) {
-    const AttentionArgs a = args_for(kWarmup + j);
-    attn03_trace_clear(stream);
-    KL_CHECK(cudaEventRecord(beg, stream));
-    r3.launch(a, stream);  // not launch_checked: supports() ran above, so only the launcher's host work is timed
-    KL_CHECK(cudaEventRecord(end, stream));
-    KL_CHECK(cudaEventSynchronize(end));
-    float ms = 0.f;
-    KL_CHECK(cudaEventElapsedTime(&ms, beg, end));
-    attn03_trace_dump(tr, traced);
-    runs.push_back(reduce_launch(kLayout, tr, traced, ms));
-    if (j == 0) first = tr;
-  }
-  KL_CHECK(cudaEventDestroy(beg));
-  KL_CHECK(cudaEventDestroy(end));
+  std::vector<unsigned long long> first;
+  // r3.launch, not launch_checked: supports() ran above, so only the launcher's host work is timed
+  const std::vector<LaunchStats> runs =
+      traced_launches(kLayout, kLaunches, traced, stream, [&](int j) { r3.launch(args_for(kWarmup + j), stream); },
+                      attn03_trace_clear, attn03_trace_dump, first);
 
   std::printf("%s\n", sh.str().c_str());
   std::printf("  grid %lld blocks = %lld tiles x %d splits (%d SMs)%s; K+V %.1f MB, %d input copies rotated (%.0f MB, "

@@ -68,28 +68,10 @@ void trace_shape(const Shape& sh, const Forced& f, const Rung<GemmBf16Args>& r11
 
   for (int i = 0; i < kWarmup; ++i) launch(args_for(i));
   KL_CHECK_LAUNCH();
-  cudaEvent_t beg, end;
-  KL_CHECK(cudaEventCreate(&beg));
-  KL_CHECK(cudaEventCreate(&end));
-  std::vector<LaunchStats> runs;
-  std::vector<unsigned long long> tr, first;
-  for (int j = 0; j < kLaunches; ++j) {
-    const GemmBf16Args a = args_for(kWarmup + j);
-    hopper_gemm::gemm11_trace_clear(stream);
-    KL_CHECK(cudaStreamSynchronize(stream));
-    KL_CHECK(cudaEventRecord(beg, stream));
-    launch(a);
-    KL_CHECK(cudaEventRecord(end, stream));
-    KL_CHECK(cudaEventSynchronize(end));
-    KL_CHECK_LAUNCH();
-    float ms = 0.f;
-    KL_CHECK(cudaEventElapsedTime(&ms, beg, end));
-    hopper_gemm::gemm11_trace_dump(tr, traced);
-    runs.push_back(reduce_launch(kLayout, tr, traced, ms));
-    if (j == 0) first = tr;
-  }
-  KL_CHECK(cudaEventDestroy(beg));
-  KL_CHECK(cudaEventDestroy(end));
+  std::vector<unsigned long long> first;
+  const std::vector<LaunchStats> runs =
+      traced_launches(kLayout, kLaunches, traced, stream, [&](int j) { launch(args_for(kWarmup + j)); },
+                      hopper_gemm::gemm11_trace_clear, hopper_gemm::gemm11_trace_dump, first);
 
   std::printf("%s  rung 11 %s\n", sh.str().c_str(),
               f.T > 0 ? ("forced T=" + std::to_string(f.T) + " S=" + std::to_string(f.S) + " ring=" +

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+
 #include "kernels/common/check.h"
 
 namespace kl {
@@ -133,6 +135,37 @@ inline void print_table(const TraceLayout& L, const std::vector<LaunchStats>& ru
   std::printf("  %-28s %6s %8s %8.2f   (earliest e0 -> last mark of any block)\n", "in-kernel span", "", "",
               over_launches(runs, [](const LaunchStats& r) { return r.span_us; }));
   std::printf("  smallest step between distinct marks: %llu ns (the timer's granularity is at most this)\n", step);
+}
+
+// `launches` isolated, traced launches: for each j, clear() the trace, synchronize, then a cudaEvent
+// pair around launch(j), dump(tr) after it, and the launch reduced to LaunchStats. `first` gets the
+// first launch's raw trace (print_raw).
+template <class Launch, class Clear, class Dump>
+std::vector<LaunchStats> traced_launches(const TraceLayout& L, int launches, int traced, cudaStream_t stream,
+                                         Launch launch, Clear clear, Dump dump,
+                                         std::vector<unsigned long long>& first) {
+  cudaEvent_t beg, end;
+  KL_CHECK(cudaEventCreate(&beg));
+  KL_CHECK(cudaEventCreate(&end));
+  std::vector<LaunchStats> runs;
+  std::vector<unsigned long long> tr;
+  for (int j = 0; j < launches; ++j) {
+    clear(stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    KL_CHECK(cudaEventRecord(beg, stream));
+    launch(j);
+    KL_CHECK(cudaEventRecord(end, stream));
+    KL_CHECK(cudaEventSynchronize(end));
+    KL_CHECK(cudaGetLastError());
+    float ms = 0.f;
+    KL_CHECK(cudaEventElapsedTime(&ms, beg, end));
+    dump(tr, traced);
+    runs.push_back(reduce_launch(L, tr, traced, ms));
+    if (j == 0) first = tr;
+  }
+  KL_CHECK(cudaEventDestroy(beg));
+  KL_CHECK(cudaEventDestroy(end));
+  return runs;
 }
 
 }  // namespace trace
