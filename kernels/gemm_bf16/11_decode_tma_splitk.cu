@@ -74,7 +74,7 @@
 //    M = 16-32 (0.8x in run 2, where cuBLAS measured 14.5-14.9 us vs 18.0-20.2 in run 1) and the
 //    long-K narrow shapes (graph slower than single; likely PDL co-residency); docs/gemm_bf16.md.
 // v4 (session 16; docs/gemm_bf16.md "The decode rung, fourth pass"; rows in
-// results/h200/dev/dec11_v4/): probes that double one cost (rows 120-122) put the wgmma consumer,
+// results/h200/dev/dec11_v4/): probes that double one cost (rows 120-122; 110-112 in p1) put the wgmma consumer,
 // not the activation bytes, on the M = 64 critical path; tools/w_stream showed the W stream alone
 // at 13-15 us for 4096x4096 whatever the cut; tools/gemm_trace split the rest into the first
 // stage's latency and the tail after the mainloop. Changes:
@@ -90,7 +90,7 @@
 //    (15.3 / 12.8), 64x4096x4096 18.5 / 14.4 (14.3 / 11.6), 64x4096x11008 34.1 / 30.2
 //    (31.8 / 28.7); df97d2b's run: 18.9 / 12.9, 22.0 / 15.9, 41.1 / 34.9. Still short of cuBLAS
 //    at M = 64: its pair of CTAs splits M (W multicast, no reduction); ours splits K and pays a
-//    2.3-4.6 us tail (park, cluster barrier, DSMEM reduction, stores).
+//    2.2-3.0 us tail at M = 32 / 64 (park, cluster barrier, DSMEM reduction, stores; gemm_trace).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -467,7 +467,7 @@ __global__ void __launch_bounds__(THREADS, 2)
 
   // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
   // remote loads of an element are issued back to back (independent), then summed in rank order.
-  // (v4 tried issuing every load of up to 8 / S elements before summing any: row 11 got 0.3-1.5 us
+  // (v4 tried issuing every load of up to 8 / S elements before summing any: row 11 got 1.1-1.6 us
   // SLOWER at M = 64 in the same-call A/B of request p6, so the loop stays element by element.)
   const int per = ceil_div(R, S);
   const int r0 = rank * per, r1 = min(R, r0 + per);
