@@ -62,8 +62,7 @@ void trace_shape(const Shape& sh, const Forced& f, const Rung<GemmBf16Args>& r11
     if (f.T > 0) hopper_gemm::launch_11_forced(a, f.T, f.S, f.ring, 0, stream);
     else r11.launch(a, stream);
   };
-  // The grid: the plan's, or the forced one (ceil(N / 16T) strips x S).
-  const int grid = f.T > 0 ? (N + 16 * f.T - 1) / (16 * f.T) * f.S : hopper_gemm::grid_11(M, N, K);
+  const int grid = f.T > 0 ? hopper_gemm::grid_11_forced(M, N, K, f.T, f.S, f.ring) : hopper_gemm::grid_11(M, N, K);
   const int traced = std::min(grid, hopper_gemm::kGemm11TraceBlocks);
 
   for (int i = 0; i < kWarmup; ++i) launch(args_for(i));

@@ -28,29 +28,33 @@
 #include "kernels/common/device.h"
 #include "kernels/common/hopper.cuh"
 #include "kernels/common/tma.h"
+#include "kernels/gemm_bf16/hopper_gemm.cuh"  // kBK, align1024, ceil_div, opt_in_smem (header-only parts)
 
 namespace {
 
 using namespace kl;
 using bench::DeviceBuffer;
+using hopper_gemm::ceil_div;
+using hopper_gemm::kBK;  // k per box row: 128 bytes, the 128B swizzle's width
 
-constexpr int kBK = 64;             // k per box row: 128 bytes, the 128B swizzle's width
 constexpr int kRingMax = 200 * 1024;
+constexpr int kHead = 1024;                         // full + empty barriers ahead of the ring
+constexpr int kMaxStages = kHead / (2 * 8);         // 64
 
 __global__ void __launch_bounds__(64, 1)
     stream_w(const __grid_constant__ CUtensorMap tmW, int K, int R, int S, int stages, int mc,
              unsigned* sink) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* smem = hopper_gemm::align1024(smem_raw);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + stages;
-  uint8_t* ring = smem + 1024;
+  uint8_t* ring = smem + kHead;
   const int tid = threadIdx.x;
   const int rank = mc == 2 ? static_cast<int>(cluster_ctarank()) : 0;
   const int unit = blockIdx.x / mc;      // (strip, range) of this CTA (the pair shares it)
   const int b = unit / S, r = unit % S;
-  const int KB = (K + kBK - 1) / kBK;
+  const int KB = ceil_div(K, kBK);
   const int kb0 = static_cast<int>(static_cast<long long>(r) * KB / S);
   const int kb1 = static_cast<int>(static_cast<long long>(r + 1) * KB / S);
   const int STAGE = R * 128;
@@ -100,14 +104,15 @@ std::string cut_str(const Cut& c) {
 void run(int N, int K, const Cut& c, std::vector<DeviceBuffer>& W, unsigned* sink) {
   const int stage = c.R * 128;
   if (c.R < 8 || c.R > 256 || c.R % (8 * c.mc) || (c.mc != 1 && c.mc != 2) || c.S < 1 ||
-      c.stages < 2 || c.stages * stage > kRingMax) {
-    std::printf("%5dx%-5d  cut %-14s  refused (R in 8..256, multiple of 8 mc; mc 1 or 2; ring <= %d KB)\n",
-                N, K, cut_str(c).c_str(), kRingMax / 1024);
+      c.stages < 2 || c.stages > kMaxStages || c.stages * stage > kRingMax) {
+    std::printf("%5dx%-5d  cut %-14s  refused (R in 8..256, multiple of 8 mc; mc 1 or 2; 2..%d stages; "
+                "ring <= %d KB)\n",
+                N, K, cut_str(c).c_str(), kMaxStages, kRingMax / 1024);
     return;
   }
-  const size_t smem = 1024 + 1024 + size_t(c.stages) * stage;
-  const int grid = (N + c.R - 1) / c.R * c.S * c.mc;
-  KL_CHECK(cudaFuncSetAttribute(stream_w, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  const size_t smem = kHead + size_t(c.stages) * stage + 1024;  // + 1024: align1024 slack
+  const int grid = ceil_div(N, c.R) * c.S * c.mc;
+  hopper_gemm::opt_in_smem(reinterpret_cast<const void*>(stream_w), 1024 + kHead + kRingMax);
   std::vector<CUtensorMap> maps;
   for (auto& w : W)
     maps.push_back(make_tensor_map_bf16_2d(w.ptr, N, K, K, c.R / c.mc, kBK, CU_TENSOR_MAP_SWIZZLE_128B));

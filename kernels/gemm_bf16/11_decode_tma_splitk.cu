@@ -508,6 +508,7 @@ int active_clusters(int S, int smem = SMEM_OPTIN) {
   return resident_clusters(fn, S, THREADS, smem);
 }
 
+constexpr int WPRE_ALL = 1 << 20;  // wpre: the whole ring's W before griddepcontrol.wait (v3)
 struct Cfg11 {
   int wn = 0;      // 0: mma.sync; 32 / 64: wgmma m64nWN
   int mt = 1;      // activation n8 tiles in the box (MP = 8 mt)
@@ -515,14 +516,14 @@ struct Cfg11 {
   int T = 4, S = 1, stages = 2;
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
-  int wpre = 1 << 20; // W boxes requested before griddepcontrol.wait (capped by the ring)
+  int wpre = WPRE_ALL;  // W boxes requested before griddepcontrol.wait (capped by the ring)
   int probe = 0;      // k11's P (experiment rows 120+ only)
   size_t smem = 0;
   int grid = 1;
 };
 
 // Everything but (T, S, ring mode) follows from the shape; stages fill the ring budget.
-Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, int wpre = 1 << 20) {
+Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, int wpre = WPRE_ALL) {
   (void)K;
   Cfg11 c;
   c.pfx = std::max(0, pfx);
@@ -602,7 +603,6 @@ bool one_wave(const Cfg11& c) {
 // untuned plan (e.g. N = 2048 at M <= 16: 44 CTAs).
 Cfg11 choose_uncached(int M, int N, int K) {
   struct Rule { int S, mode, t0, t1, wpre; };
-  constexpr int ALL = 1 << 20;
   // v4 (session 16), M > 16 only: first, where 64-row strips x 2 K halves fit one wave
   // (N <= ~8.4 K), T = 4 (one slab, k steps split over the two warpgroups), S = 2, 1-CTA/SM
   // rings, two W boxes before the PDL wait. Request p7 (the plan itself; us single / graph):
@@ -612,8 +612,8 @@ Cfg11 choose_uncached(int M, int N, int K) {
   // between runs (request p6 row 113: M = 16 4096^2 17.1 / 13.0; request p7 as the plan: 18.8 /
   // 14.4; 4096x11008 31.8 / 27.7 vs 37.3 / 33.0), so M <= 16 keeps v3's rules. Then v3's rules
   // (N = 11008 keeps T = 11, S = 2: 126 CTAs).
-  const Rule small_m[] = {{4, 2, 12, MAX_T, ALL}, {2, 1, 11, MAX_T, ALL}};
-  const Rule large_m[] = {{2, 1, 4, 4, 2}, {2, 1, 8, MAX_T, ALL}};
+  const Rule small_m[] = {{4, 2, 12, MAX_T, WPRE_ALL}, {2, 1, 11, MAX_T, WPRE_ALL}};
+  const Rule large_m[] = {{2, 1, 4, 4, 2}, {2, 1, 8, MAX_T, WPRE_ALL}};
   const Rule* rules = M <= 16 ? small_m : large_m;
   const int nrules = 2;
   for (int r = 0; r < nrules; ++r)
@@ -677,18 +677,20 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   KL_CHECK_LAUNCH();
 }
 
-// Probe instantiations (experiment rows 120+): M = 1 (mma.sync, MT = 1) and M = 33..64 (wgmma n64).
+std::string describe(const Cfg11& cf);
+
+// Probe instantiations (experiment rows 120+): the mma.sync path with one activation tile
+// (M <= 8) and the wgmma n64 path with one or two slabs per warpgroup (M = 33..64, T = 5..16;
+// P = 2 with two slabs spills and is not built).
+bool probe_builds(const Cfg11& cf, int P) {
+  return (cf.wn == 0 && cf.mt == 1) || (cf.wn == 64 && (cf.nsl == 1 || (cf.nsl == 2 && P != 2)));
+}
 template <int P>
 void launch_probe(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  if (cf.wn == 64 && cf.nsl == 1)
-    launch_mt<8, 64, 1, P>(a, cf, s);
-  else if (cf.wn == 64 && cf.nsl == 2 && P != 2)  // (P = 2 with two slabs spills: not built)
-    if constexpr (P != 2) launch_mt<8, 64, 2, P>(a, cf, s);
-    else throw BadArgument("unreachable");
-  else if (cf.wn == 0 && cf.mt == 1)
-    launch_mt<1, 0, 1, P>(a, cf, s);
-  else
-    throw BadArgument("rung 11 probe rows take M = 1..8, or 33..64 with T > 4 (P = 2: T <= 8)");
+  if (!probe_builds(cf, P)) throw BadArgument("rung 11 probe: no build for " + describe(cf));
+  if (cf.wn == 0) return launch_mt<1, 0, 1, P>(a, cf, s);
+  if (cf.nsl == 1) return launch_mt<8, 64, 1, P>(a, cf, s);
+  if constexpr (P != 2) launch_mt<8, 64, 2, P>(a, cf, s);
 }
 
 void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
@@ -718,7 +720,7 @@ std::string describe(const Cfg11& cf) {
 
 // Experiment rows (KL_GEMM_EXP=1 only, numbered 80+): rung 11 with (T, S, ring mode) forced on
 // every shape, so one bench run measures the configurations the cost model chooses between.
-struct Forced { int T, S, mode, pfx; const char* name; int wpre = 1 << 20; };
+struct Forced { int T, S, mode, pfx; const char* name; int wpre = WPRE_ALL; };
 constexpr Forced kForced[] = {
     {8, 4, 2, 0, "x11_T8_S4_r2"},    {8, 4, 1, 0, "x11_T8_S4_r1"},   {16, 8, 1, 0, "x11_T16_S8_r1"},
     {12, 6, 1, 0, "x11_T12_S6_r1"},  {11, 2, 1, 0, "x11_T11_S2_r1"}, {11, 2, 2, 0, "x11_T11_S2_r2"},
@@ -757,10 +759,14 @@ void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I
 }
 
 // Probe rows (KL_GEMM_EXP=1 only, numbered 120+): rung 11's own plan with one cost doubled (k11's
-// P), exact results; M = 1..8 and 33..64 only.
+// P), exact results; only plans probe_builds() has an instantiation for.
+template <int P>
 std::string supports_11_probe(const GemmBf16Args& a, const DeviceInfo& d) {
-  if (!((a.M >= 1 && a.M <= 8) || (a.M > 32 && a.M <= 64))) return "probe rows take M = 1..8 or 33..64";
-  return supports_11(a, d);
+  std::string why = supports_11(a, d);
+  if (!why.empty()) return why;
+  const Cfg11 c = choose(a.M, a.N, a.K);
+  if (!probe_builds(c, P)) return "no probe build for rung 11's plan here (" + describe(c) + ")";
+  return "";
 }
 template <int P>
 void launch_probe_row(const GemmBf16Args& a, cudaStream_t s) {
@@ -793,6 +799,9 @@ void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pf
 // The configuration the launcher would use, for tests and the doc.
 std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K)); }
 int grid_11(int M, int N, int K) { return choose(M, N, K).grid; }
+int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode) {
+  return make_cfg(M, N, K, T, S, ring_mode).grid;
+}
 
 #ifdef KL_DEC_TRACE
 void gemm11_trace_clear(cudaStream_t s) {
@@ -810,11 +819,11 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks) {
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
   add_forced(t, std::make_integer_sequence<int, kNumForced>{});
   t.push_back({120, "p11_act_x2", "probe: rung 11's plan, activation box loaded twice per stage",
-               supports_11_probe, launch_probe_row<1>});
+               supports_11_probe<1>, launch_probe_row<1>});
   t.push_back({121, "p11_mma_x2", "probe: rung 11's plan, tensor-core work issued twice per stage",
-               supports_11_probe, launch_probe_row<2>});
+               supports_11_probe<2>, launch_probe_row<2>});
   t.push_back({122, "p11_w_x2", "probe: rung 11's plan, W box loaded twice per stage (2nd from L2)",
-               supports_11_probe, launch_probe_row<4>});
+               supports_11_probe<4>, launch_probe_row<4>});
 }
 
 }  // namespace hopper_gemm

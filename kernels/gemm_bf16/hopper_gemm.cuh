@@ -44,6 +44,8 @@ void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pf
 void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t);
 // Rung 11's grid (CTAs) for a shape, as its plan launches it.
 int grid_11(int M, int N, int K);
+// ... and for launch_11_forced's configuration.
+int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode);
 // Rung 11's opt-in timeline (cmake -DKL_DEC_TRACE=ON; tools/gemm_trace.cu): blocks
 // b < kGemm11TraceBlocks record kGemm11TraceSlots words each (e0-e7 %globaltimer ns, then the tag).
 constexpr int kGemm11TraceBlocks = 1024;
