@@ -119,6 +119,57 @@ def driver_attrs(ordinal):
     return out
 
 
+class ClockSampler:
+    """The mean NVML SM clock over a timed window, sampled every 2 ms on a side thread (what
+    bench/harness_gpu.cu's ClockSampler writes as clock_mhz). mean() is None where NVML is missing."""
+    def __init__(self, ordinal):
+        self.nv = None
+        try:
+            nv = ctypes.CDLL("libnvidia-ml.so.1")
+            cu = ctypes.CDLL("libcuda.so.1")
+            cu.cuInit(0)
+            dev = ctypes.c_int(0)
+            bus = ctypes.create_string_buffer(64)
+            handle = ctypes.c_void_p()
+            if (nv.nvmlInit_v2() == 0 and cu.cuDeviceGet(ctypes.byref(dev), ordinal) == 0
+                    and cu.cuDeviceGetPCIBusId(bus, 64, dev) == 0
+                    and nv.nvmlDeviceGetHandleByPciBusId_v2(bus, ctypes.byref(handle)) == 0):
+                self.nv, self.handle = nv, handle
+        except (OSError, AttributeError):
+            pass
+        self.samples = []
+        self.thread = None
+        self.running = False
+
+    def mhz(self):
+        v = ctypes.c_uint(0)
+        # NVML_CLOCK_SM = 1
+        return v.value if self.nv.nvmlDeviceGetClockInfo(self.handle, 1, ctypes.byref(v)) == 0 else None
+
+    def start(self):
+        self.samples = []
+        if self.nv is None:
+            return
+        import threading
+        self.running = True
+
+        def loop():
+            while self.running:
+                m = self.mhz()
+                if m:
+                    self.samples.append(m)
+                time.sleep(0.002)
+        self.thread = threading.Thread(target=loop, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if self.thread is not None:
+            self.running = False
+            self.thread.join()
+            self.thread = None
+        return sum(self.samples) / len(self.samples) if self.samples else None
+
+
 class Ctx:
     def __init__(self, args):
         self.args = args
@@ -147,6 +198,8 @@ class Ctx:
         self.failed = 0
         self.skipped = 0
         self.has_sleep = hasattr(torch.cuda, "_sleep")
+        self.clock = ClockSampler(self.dev)
+        self.last_clock = None
 
     def next_seed(self):
         self.seq += 1
@@ -202,8 +255,20 @@ class Ctx:
         # Host cost of one launch (median of the later warm-up calls, which do not compile).
         host_ms = sorted(enqueue[len(enqueue) // 2:])[len(enqueue[len(enqueue) // 2:]) // 2] * 1e3
         times = []
+        self.clock.start()
+        try:
+            self._timed_chunks(fn, copies, idx, host_ms, times)
+        finally:
+            self.last_clock = self.clock.stop()
+        self.last_gpu = time.monotonic()
+        ts = sorted(times)
+        med = ts[len(ts) // 2] if len(ts) % 2 else 0.5 * (ts[len(ts) // 2 - 1] + ts[len(ts) // 2])
+        return med, ts[0], ts[-1], len(ts)
+
+    def _timed_chunks(self, fn, copies, idx, host_ms, times):
+        """--iters launches in chunks of 25, each chunk queued behind a _sleep spin; appends ms."""
         chunk = 25
-        n = a.iters
+        n = self.args.iters
         while len(times) < n:
             m = min(chunk, n - len(times))
             ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -219,10 +284,6 @@ class Ctx:
                 idx += 1
             torch.cuda.synchronize()
             times += [s.elapsed_time(e) for s, e in ev]
-        self.last_gpu = time.monotonic()
-        ts = sorted(times)
-        med = ts[len(ts) // 2] if len(ts) % 2 else 0.5 * (ts[len(ts) // 2 - 1] + ts[len(ts) // 2])
-        return med, ts[0], ts[-1], len(ts)
 
     # ---------------------------------------------------------------------------------- rows
     def emit(self, family, op, impl, dtype, shape, timing, flops, bytes_, err, tol, l2_res, copies,
@@ -240,7 +301,7 @@ class Ctx:
             "err": err or {"n": 0, "max_abs": 0.0, "max_rel": 0.0, "rel_l2": 0.0, "bad": 0,
                            "nonfinite": 0},
             "tol": tol or {"abs": 0.0, "rel": 0.0, "rel_l2": 0.0},
-            "l2_resident": l2_res, "copies": copies, "seed": seed, "clock_mhz": None,
+            "l2_resident": l2_res, "copies": copies, "seed": seed, "clock_mhz": self.last_clock,
             "device": self.device, "cuda_runtime": self.runtime, "driver": self.driver,
             "git_commit": self.commit, "timestamp": self.timestamp,
             "notes": dict({"torch": torch.__version__,
@@ -583,6 +644,69 @@ def bench_attention(ctx, shapes, op):
 
 
 # ----------------------------------------------------------------------------------------- main
+ATTN_KEYS = ("B", "Hq", "Hkv", "Sq", "Skv", "D", "causal")
+
+
+def parse_shape_arg(text):
+    """'M=1,N=2,K=3' -> {'M': 1, 'N': 2, 'K': 3}; ValueError on anything else."""
+    d = {}
+    for part in text.split(","):
+        k, eq, v = part.partition("=")
+        k = k.strip()
+        try:
+            n = int(v)
+        except ValueError:
+            n = None
+        if not eq or not k or n is None or k in d:
+            raise ValueError("--shape '%s': expected name=integer,... (e.g. M=4096,N=4096,K=4096)" % text)
+        d[k] = n
+    return d
+
+
+def shape_plan(fams, shape_args, quick):
+    """[(family, shape lists)] to run: the default (or --quick) lists, or with --shape only those
+    shapes: GEMM shapes M,N,K (any), attention B,Hq,Hkv,Sq,Skv,D,causal (any; Sq = 1 -> decode),
+    row-op rows,cols (the default entries of that size, with their dtypes). ValueError if a --shape
+    is malformed or no selected family takes it."""
+    gemm_default = {"gemm_bf16": QUICK["gemm"] if quick else GEMM_SHAPES,
+                    "sgemm": QUICK["sgemm"] if quick else SGEMM_SHAPES}
+    if not shape_args:
+        plan = []
+        for fam in fams:
+            if fam in ROW_SHAPES:
+                plan.append((fam, [ROW_QUICK if quick else ROW_SHAPES[fam]]))
+            elif fam in gemm_default:
+                plan.append((fam, [gemm_default[fam]]))
+            else:
+                plan.append((fam, [QUICK["attn"] if quick else ATTN_SHAPES,
+                                   QUICK["decode"] if quick else DECODE_SHAPES]))
+        return plan
+    wanted = [parse_shape_arg(t) for t in shape_args]
+    used = [False] * len(wanted)
+    plan = []
+    for fam in fams:
+        lists = [[], []]
+        for i, d in enumerate(wanted):
+            keys = set(d)
+            if fam in ROW_SHAPES and keys == {"rows", "cols"}:
+                hit = [e for e in ROW_SHAPES[fam] if (e[0], e[1]) == (d["rows"], d["cols"])]
+                lists[0] += hit
+                used[i] = used[i] or bool(hit)
+            elif fam in gemm_default and keys == {"M", "N", "K"}:
+                lists[0].append((d["M"], d["N"], d["K"]))
+                used[i] = True
+            elif fam == "attention" and keys == set(ATTN_KEYS):
+                lists[1 if d["Sq"] == 1 else 0].append(tuple(d[k] for k in ATTN_KEYS))
+                used[i] = True
+        if lists[0] or lists[1]:
+            plan.append((fam, lists))
+    for i, ok in enumerate(used):
+        if not ok:
+            raise ValueError("--shape '%s': no selected family takes it (families: %s)"
+                             % (shape_args[i], ", ".join(fams)))
+    return plan
+
+
 def main():
     ap = argparse.ArgumentParser(description="Time PyTorch on the bench shapes (same JSON schema).")
     ap.add_argument("--out", help="JSON lines file (appended); default stdout")
@@ -594,9 +718,17 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="input seed; 0 = from the clock")
     ap.add_argument("--no-rotate", action="store_true", help="one input copy (rows may be L2-resident)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch_compile rows")
+    ap.add_argument("--shape", action="append", default=[],
+                    help="only this shape (repeatable), as the rows' shape_str: M=..,N=..,K=.. "
+                         "(gemm_bf16, sgemm), B=..,Hq=..,Hkv=..,Sq=..,Skv=..,D=..,causal=.. "
+                         "(attention; Sq=1 is a decode row), rows=..,cols=.. (a default row-op shape)")
     a = ap.parse_args()
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters must be >= 1 and --warmup >= 0")
+    try:  # before anything needs PyTorch or a GPU: a bad flag is exit 2 everywhere
+        plan = shape_plan(a.family or FAMILIES, a.shape, a.quick)
+    except ValueError as e:
+        ap.error(str(e))
     if torch is None:
         die("PyTorch is not installed (pip install torch); nothing measured")
     if not torch.cuda.is_available():
@@ -625,18 +757,16 @@ def main():
         file=sys.stderr, flush=True)
     t0 = time.monotonic()
     ctx.ramp(force=True)
-    for fam in fams:
+    for fam, lists in plan:
         tf = time.monotonic()
         print("torch_baseline.py: %s" % fam, file=sys.stderr, flush=True)
         if fam in ROW_SHAPES:
-            bench_rows(ctx, fam, ROW_QUICK if a.quick else ROW_SHAPES[fam])
-        elif fam == "gemm_bf16":
-            bench_gemm(ctx, "gemm_bf16", QUICK["gemm"] if a.quick else GEMM_SHAPES)
-        elif fam == "sgemm":
-            bench_gemm(ctx, "sgemm", QUICK["sgemm"] if a.quick else SGEMM_SHAPES)
+            bench_rows(ctx, fam, lists[0])
+        elif fam in ("gemm_bf16", "sgemm"):
+            bench_gemm(ctx, fam, lists[0])
         elif fam == "attention":
-            bench_attention(ctx, QUICK["attn"] if a.quick else ATTN_SHAPES, "attention")
-            bench_attention(ctx, QUICK["decode"] if a.quick else DECODE_SHAPES, "decode")
+            bench_attention(ctx, lists[0], "attention")
+            bench_attention(ctx, lists[1], "decode")
         print("torch_baseline.py: %s done in %.1f s" % (fam, time.monotonic() - tf), file=sys.stderr,
               flush=True)
     print("torch_baseline.py: %d rows, %d skipped, %d failed validation, %.1f s%s" % (

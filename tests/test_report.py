@@ -171,6 +171,63 @@ def main():
     check(all(tb.causal_pairs(a, b) == brute(a, b) for a, b in cases),
           "torch_baseline causal pair count (diagonal aligned to the end)")
     check(tb.causal_pairs(4096, 4096) == 4096 * 4097 // 2, "causal pairs at Sq = Skv")
+    attn = "B=1,Hq=32,Hkv=32,Sq=4096,Skv=4096,D=128,causal=0"
+    dec = "B=1,Hq=32,Hkv=8,Sq=1,Skv=4096,D=128,causal=1"
+    check(tb.shape_plan(["attention"], [attn, dec], False)
+          == [("attention", [[(1, 32, 32, 4096, 4096, 128, 0)], [(1, 32, 8, 1, 4096, 128, 1)]])],
+          "torch_baseline --shape: attention and decode (Sq = 1) shapes")
+    check(tb.shape_plan(["sgemm", "attention"], ["M=5,N=8,K=16"], False) == [("sgemm", [[(5, 8, 16)], []])],
+          "torch_baseline --shape: a GEMM shape goes to the GEMM families only")
+    check(tb.shape_plan(["rmsnorm"], ["rows=4096,cols=4099"], False)
+          == [("rmsnorm", [[e for e in tb.ROW_SHAPES["rmsnorm"] if e[:2] == (4096, 4099)], []])],
+          "torch_baseline --shape: a row-op shape selects the default entry (its dtypes)")
+    check([f for f, _ in tb.shape_plan(tb.FAMILIES, [], False)] == tb.FAMILIES,
+          "torch_baseline: no --shape runs every family's default list")
+    for bad in ("rows=3,cols=4", "M=1,N=2", "M=1,N=x,K=2", "M=1,M=2,N=2,K=2"):
+        try:
+            tb.shape_plan(["rmsnorm", "gemm_bf16"], [bad], False)
+            check(False, "torch_baseline --shape '%s' refused" % bad)
+        except ValueError:
+            check(True, "torch_baseline --shape '%s' refused" % bad)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"), "--shape", "M=1"],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and "--shape 'M=1'" in p.stderr and "Traceback" not in p.stderr,
+          "torch_baseline bad --shape: exit 2 before PyTorch or a GPU is needed", p.stderr)
+    # ---- h2h.py: the round bookkeeping and the table, on synthetic rows; the plan and refusals
+    import h2h
+    sh = h2h.gemm(4096, 4096, 4096)
+
+    def hrow(impl, name, variant, ms, rnd, ok=True):
+        return {"family": "gemm_bf16", "op": "gemm", "shape_str": sh, "impl": impl, "variant_name": name,
+                "variant": variant, "median_ms": ms, "ok": ok, "validated": ok, "clock_mhz": 1900.0 + rnd,
+                "notes": {"picked": "12"} if name == "auto" else {}}
+    hrows = [hrow("cublas", "cublas", -1, 0.20, 0), hrow("cublas", "cublas", -1, 0.18, 1),
+             hrow("kl", "four_stages", 12, 0.19, 0), hrow("kl", "four_stages", 12, 0.21, 1),
+             hrow("kl", "stream_k_tail", 14, 0.17, 0), hrow("kl", "stream_k_tail", 14, 0.05, 1, ok=False),
+             hrow("kl", "auto", -1, 0.19, 0)]
+    hb = h2h.best_rounds(hrows)
+    e = hb[("gemm_bf16", "gemm", sh, "cublas", "cublas")]
+    check(e["best"]["median_ms"] == 0.18 and e["n"] == 2 and abs(e["spread"] - 0.02 / 0.18) < 1e-12,
+          "h2h best round: the lowest median, spread (max - min) / min")
+    e14 = hb[("gemm_bf16", "gemm", sh, "kl", "stream_k_tail")]
+    check(e14["n"] == 1 and e14["best"]["median_ms"] == 0.17, "h2h: a row that failed validation is not a round")
+    tl = h2h.table("gemm_bf16", hb)
+    line = next((x for x in tl if x.startswith("| M=4096, N=4096, K=4096")), "")
+    check("14 stream_k_tail: 0.1700" in line and "1.059, 0.947" in line and "(12, 1900 MHz" in line,
+          "h2h table: best rung, auto pick, ratios library / ours", "\n".join(tl))
+    rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--set",
+                            "attention", "--shape", h2h.attn(4096, 128, 0))
+    lines_ = so.splitlines()
+    check(rc == 0 and len(lines_) == 4 and " kl: " in lines_[0] and " torch: " in lines_[2]
+          and "--no-compile" in lines_[1],
+          "h2h --dry-run: two arms per round, their order alternating", so + se)
+    rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--set",
+                            "sgemm", "--shape", h2h.gemm(4096, 4096, 4096))
+    check(rc == 0 and "--ref-last" not in so.splitlines()[0] and so.splitlines()[1].endswith("--ref-last"),
+          "h2h --dry-run: the cuBLAS row goes last on odd rounds", so + se)
+    for bad in (["--set", "nope"], ["--rounds", "0"], ["--shape", "M=1,N=8,K=8"]):
+        rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", *bad)
+        check(rc == 2 and "Traceback" not in se, "h2h refuses " + " ".join(bad), se)
     if tb.torch is None:
         p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"), "--quick"],
                            capture_output=True, text=True)

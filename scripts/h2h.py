@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Head to head: our kernels and the libraries on the issues' comparison shapes, arms interleaved.
+
+    python3 scripts/h2h.py [--set attention,gemm_bf16,sgemm] [--rounds 3] [--cooldown 1]
+                           [--build build] [--dir results/<device>/h2h] [--dry-run]
+
+Why. Sustained benchmarking heats the card and the clock drops: in the full runs the attention
+bench's D = 128 Hopper rows ran at 1600-1980 MHz depending on how long the bench had been running,
+and PyTorch's rows were timed minutes later in another process. The third seed's rule: interleave
+the arms you compare, run them round-robin, keep each arm's best round and report the spread as
+the noise floor. This script does that for the shapes the issues' ratio bars name:
+
+  attention  B=1, H=32, S in {4096, 8192}, causal and not, D = 128 (attention_d64: D = 64): arm
+             "kl" is bench_attention --variant 6,7,8,auto, arm "torch" torch_baseline.py's flash and
+             cuDNN rows (--family attention --shape S --no-compile).
+  gemm_bf16  2048^3, 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_gemm_bf16 --variant
+             12,13,14,auto, whose cuBLAS row is timed in the same process; the order of cuBLAS and
+             ours alternates with the rounds (--ref-last on odd rounds).
+  sgemm      4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_sgemm --variant 15,auto, the
+             cuBLAS row alternating as above.
+
+Per round, per shape, the arms run in turn (their order reversed every other round), each after
+--cooldown seconds of idle GPU. Every row of every round goes to DIR/rows.jsonl with notes
+h2h_round / h2h_arm / h2h_slot; DIR/table.md has, per shape and row, the best round's median and
+MHz and the spread of the rounds ((max - min) / min of the medians), and the ratios of the best
+rounds: library time / ours (best rung, and the auto row). Validation is the benches' own: a row
+that fails it is not timed and not in the table. Exits 1 if any arm failed.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def attn(S, D, causal):
+    return "B=1,Hq=32,Hkv=32,Sq=%d,Skv=%d,D=%d,causal=%d" % (S, S, D, causal)
+
+
+def gemm(M, N, K):
+    return "M=%d,N=%d,K=%d" % (M, N, K)
+
+
+# name -> (shapes, ours: (bench, variants), library impls, library arm: "torch" | "ref")
+SETS = {
+    "attention": ([attn(S, 128, c) for S in (4096, 8192) for c in (1, 0)],
+                  ("bench_attention", "6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+    "attention_d64": ([attn(S, 64, c) for S in (4096, 8192) for c in (1, 0)],
+                      ("bench_attention", "6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+    "gemm_bf16": ([gemm(n, n, n) for n in (2048, 4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
+                  ("bench_gemm_bf16", "12,13,14,auto"), ["cublas"], "ref"),
+    "sgemm": ([gemm(n, n, n) for n in (4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
+              ("bench_sgemm", "15,auto"), ["cublas"], "ref"),
+}
+
+
+def arms_for(set_name, shape, rnd, build):
+    """[(arm name, argv)] for one shape in round rnd, in the order they run."""
+    shapes, (bench, variants), _, lib = SETS[set_name]
+    ours = [os.path.join(build, bench), "--variant", variants, "--shape", shape]
+    if lib == "ref":  # one process times both; the reference row goes last on odd rounds
+        return [("kl+ref", ours + (["--ref-last"] if rnd % 2 else []))]
+    torch_arm = [sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"), "--family", "attention",
+                 "--shape", shape, "--no-compile"]
+    arms = [("kl", ours), ("torch", torch_arm)]
+    return arms if rnd % 2 == 0 else arms[::-1]
+
+
+def row_id(r):
+    return (r["family"], r["op"], r["shape_str"], r["impl"], r["variant_name"])
+
+
+def best_rounds(rows):
+    """{row_id: {"best": the row of the lowest median, "spread": (max - min) / min, "n": rounds}}
+    over rows that passed validation (ok and validated)."""
+    out = {}
+    for r in rows:
+        if not (r.get("ok") and r.get("validated")) or not r.get("median_ms"):
+            continue
+        e = out.setdefault(row_id(r), {"rows": []})
+        e["rows"].append(r)
+    for e in out.values():
+        ms = [r["median_ms"] for r in e["rows"]]
+        e["best"] = min(e["rows"], key=lambda r: r["median_ms"])
+        e["spread"] = (max(ms) - min(ms)) / min(ms)
+        e["n"] = len(ms)
+        del e["rows"]
+    return out
+
+
+def fmt_mhz(r):
+    return "%.0f" % r["clock_mhz"] if r.get("clock_mhz") else "-"
+
+
+def table(set_name, best):
+    """Markdown lines for one set from best_rounds()."""
+    shapes, _, libs, _ = SETS[set_name]
+    head = ("| shape | best rung: ms (MHz, spread) | auto: ms (pick, MHz, spread) | "
+            + " | ".join("%s: ms (MHz, spread)" % lib for lib in libs) + " | "
+            + " | ".join("%s / best, / auto" % lib for lib in libs) + " |")
+    out = [head, "|" + "---|" * (3 + 2 * len(libs))]
+    for shape in shapes:
+        rs = {k: v for k, v in best.items() if k[2] == shape}
+        ours = {k: v for k, v in rs.items() if k[3] == "kl"}
+        rungs = [v for k, v in ours.items() if k[4] != "auto"]
+        auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
+        if not rungs and auto is None:
+            continue
+        top = min(rungs, key=lambda v: v["best"]["median_ms"]) if rungs else None
+        cells = [shape.replace(",", ", ")]
+        if top:
+            b = top["best"]
+            cells.append("%02d %s: %.4f (%s, %.1f%%)" % (b["variant"], b["variant_name"], b["median_ms"], fmt_mhz(b),
+                                                      100 * top["spread"]))
+        else:
+            cells.append("-")
+        if auto:
+            b = auto["best"]
+            cells.append("%.4f (%s, %s MHz, %.1f%%)" % (b["median_ms"], b.get("notes", {}).get("picked", "?"),
+                                                       fmt_mhz(b), 100 * auto["spread"]))
+        else:
+            cells.append("-")
+        ratios = []
+        for lib in libs:
+            v = next((v for k, v in rs.items() if k[3] == lib), None)
+            if v is None:
+                cells.append("-")
+                ratios.append("-")
+                continue
+            b = v["best"]
+            cells.append("%.4f (%s, %.1f%%)" % (b["median_ms"], fmt_mhz(b), 100 * v["spread"]))
+            r1 = "%.3f" % (b["median_ms"] / top["best"]["median_ms"]) if top else "-"
+            r2 = "%.3f" % (b["median_ms"] / auto["best"]["median_ms"]) if auto else "-"
+            ratios.append("%s, %s" % (r1, r2))
+        out.append("| " + " | ".join(cells + ratios) + " |")
+    return out
+
+
+def run_arm(argv, round_, arm, slot, rows_path, log):
+    """Runs one arm with --out a temporary file; appends its rows (annotated) to rows_path."""
+    with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as tf:
+        tmp = tf.name
+    try:
+        t = time.monotonic()
+        p = subprocess.run(argv + ["--out", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        log.write("$ %s\n%s\n[exit %d, %.1f s]\n" % (" ".join(argv), p.stdout, p.returncode, time.monotonic() - t))
+        log.flush()
+        rows = []
+        with open(tmp) as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    r.setdefault("notes", {}).update({"h2h_round": str(round_), "h2h_arm": arm, "h2h_slot": str(slot)})
+                    rows.append(r)
+        with open(rows_path, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        return p.returncode, rows
+    finally:
+        os.unlink(tmp)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Interleaved head-to-head of our rows and the libraries'.")
+    ap.add_argument("--set", default="attention,gemm_bf16,sgemm,attention_d64",
+                    help="comma list of: " + ", ".join(SETS) + " (default all)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument("--cooldown", type=float, default=1.0, help="idle seconds before each arm (default 1)")
+    ap.add_argument("--build", default=os.environ.get("KL_BUILD_DIR", "build"), help="build folder")
+    ap.add_argument("--dir", help="output folder (default results/<device>/h2h from nvidia-smi)")
+    ap.add_argument("--shape", action="append", default=[], help="only these shapes of the sets (repeatable)")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    a = ap.parse_args(argv)
+    sets = [s.strip() for s in a.set.split(",") if s.strip()]
+    for s in sets:
+        if s not in SETS:
+            ap.error("--set: unknown set '%s' (sets: %s)" % (s, ", ".join(SETS)))
+    if a.rounds < 1 or a.cooldown < 0:
+        ap.error("--rounds must be >= 1 and --cooldown >= 0")
+    known = {sh for s in sets for sh in SETS[s][0]}
+    for sh in a.shape:
+        if sh not in known:
+            ap.error("--shape '%s' is not a shape of the selected sets (e.g. %s)" % (sh, sorted(known)[0]))
+    plan = [(s, sh) for s in sets for sh in SETS[s][0] if not a.shape or sh in a.shape]
+    if a.dry_run:
+        for rnd in range(a.rounds):
+            for s, sh in plan:
+                for arm, cmd in arms_for(s, sh, rnd, a.build):
+                    print("round %d %s %s: %s" % (rnd, s, arm, " ".join(cmd)))
+        return 0
+    out_dir = a.dir
+    if not out_dir:
+        slug = subprocess.run(["bash", "-c", ". scripts/lib.sh >/dev/null 2>&1; kl_require_gpu >/dev/null; echo $SLUG"],
+                              cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        if not slug:
+            print("h2h.py: no GPU (nvidia-smi found none); nothing measured", file=sys.stderr)
+            return 1
+        out_dir = os.path.join(ROOT, "results", slug, "h2h")
+    os.makedirs(out_dir, exist_ok=True)
+    rows_path = os.path.join(out_dir, "rows.jsonl")
+    open(rows_path, "w").close()  # this run's rows only
+    failed = []
+    all_rows = []
+    t0 = time.monotonic()
+    lines = []
+    with open(os.path.join(out_dir, "log.txt"), "w") as log:
+        for rnd in range(a.rounds):
+            for s, sh in plan:
+                for slot, (arm, cmd) in enumerate(arms_for(s, sh, rnd, a.build)):
+                    time.sleep(a.cooldown)
+                    rc, rows = run_arm(cmd, rnd, arm, slot, rows_path, log)
+                    all_rows += rows
+                    print("h2h.py: round %d %-13s %-48s %-6s %d rows%s" % (rnd, s, sh, arm, len(rows),
+                          "" if rc == 0 else "  FAILED (exit %d)" % rc), file=sys.stderr, flush=True)
+                    if rc != 0:
+                        failed.append("round %d %s %s %s (exit %d)" % (rnd, s, sh, arm, rc))
+            # The table after every round, so that a run cut short keeps its complete rounds.
+            lines = write_table(out_dir, sets, all_rows, rnd + 1, a.cooldown, time.monotonic() - t0, failed)
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+def write_table(out_dir, sets, all_rows, rounds, cooldown, secs, failed):
+    best = best_rounds(all_rows)
+    commit = next((r.get("git_commit") for r in all_rows if r.get("git_commit")), "unknown")
+    lines = ["# Head to head (`scripts/h2h.py`; do not edit by hand)", "",
+             "Commit %s, %d rounds, arms alternating, %.1f s cooldown before each arm; %d rows in `rows.jsonl`, "
+             "%.0f s. Each cell is the best round (lowest median) of its row, with the NVML MHz of that round and the "
+             "spread of the rounds' medians; ratios are the library's best round over ours (> 1: ours faster)."
+             % (commit, rounds, cooldown, len(all_rows), secs)]
+    for s in sets:
+        lines += ["", "## " + s, ""] + table(s, best)
+    if failed:
+        lines += ["", "Failed arms: " + "; ".join(failed)]
+    with open(os.path.join(out_dir, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())
