@@ -11,8 +11,9 @@ the arms you compare, run them round-robin, keep each arm's best round and repor
 the noise floor. This script does that for the shapes the issues' ratio bars name:
 
   attention  B=1, H=32, S in {4096, 8192}, causal and not, D = 128 (attention_d64: D = 64): arm
-             "kl" is bench_attention --variant 6,7,8,auto, arm "torch" torch_baseline.py's flash and
-             cuDNN rows (--family attention --shape S --no-compile).
+             "kl" is bench_attention --variant 2,3,6,7,8,auto (the part-1 rungs 02/03 in a column
+             of their own, against flash), arm "torch" torch_baseline.py's flash and cuDNN rows
+             (--family attention --shape S --no-compile).
   gemm_bf16  2048^3, 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_gemm_bf16 --variant
              12,13,14,auto, whose cuBLAS row is timed in the same process; the order of cuBLAS and
              ours alternates with the rounds (--ref-last on odd rounds).
@@ -46,11 +47,14 @@ def gemm(M, N, K):
 
 
 # name -> (shapes, ours: (bench, variants), library impls, library arm: "torch" | "ref")
+# Attention: "best rung" is the best Hopper rung (04 and up); the part-1 rungs (02, 03: issue 7's
+# bar is against flash) get their own column.
+PART1 = {"attention": (4, "torch_sdpa_flash"), "attention_d64": (4, "torch_sdpa_flash")}
 SETS = {
     "attention": ([attn(S, 128, c) for S in (4096, 8192) for c in (1, 0)],
-                  ("bench_attention", "6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+                  ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
     "attention_d64": ([attn(S, 64, c) for S in (4096, 8192) for c in (1, 0)],
-                      ("bench_attention", "6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+                      ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
     "gemm_bf16": ([gemm(n, n, n) for n in (2048, 4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
                   ("bench_gemm_bf16", "12,13,14,auto"), ["cublas"], "ref"),
     "sgemm": ([gemm(n, n, n) for n in (4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
@@ -102,11 +106,15 @@ def table(set_name, best):
     head = ("| shape | best rung: ms (MHz, spread) | auto: ms (pick, MHz, spread) | "
             + " | ".join("%s: ms (MHz, spread)" % lib for lib in libs) + " | "
             + " | ".join("%s / best, / auto" % lib for lib in libs) + " |")
-    out = [head, "|" + "---|" * (3 + 2 * len(libs))]
+    part1 = PART1.get(set_name)
+    if part1:
+        head += " part-1 best: ms (MHz, spread) | %s / part-1 |" % part1[1]
+    out = [head, "|" + "---|" * (3 + 2 * len(libs) + (2 if part1 else 0))]
     for shape in shapes:
         rs = {k: v for k, v in best.items() if k[2] == shape}
         ours = {k: v for k, v in rs.items() if k[3] == "kl"}
-        rungs = [v for k, v in ours.items() if k[4] != "auto"]
+        rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] >= part1[0])]
+        low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] < part1[0]]
         auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
         if not rungs and auto is None:
             continue
@@ -136,6 +144,16 @@ def table(set_name, best):
             r1 = "%.3f" % (b["median_ms"] / top["best"]["median_ms"]) if top else "-"
             r2 = "%.3f" % (b["median_ms"] / auto["best"]["median_ms"]) if auto else "-"
             ratios.append("%s, %s" % (r1, r2))
+        if part1:
+            p1 = min(low, key=lambda v: v["best"]["median_ms"]) if low else None
+            lib = next((v for k, v in rs.items() if k[3] == part1[1]), None)
+            if p1:
+                b = p1["best"]
+                ratios.append("%02d %s: %.4f (%s, %.1f%%)" % (b["variant"], b["variant_name"], b["median_ms"],
+                                                           fmt_mhz(b), 100 * p1["spread"]))
+                ratios.append("%.3f" % (lib["best"]["median_ms"] / b["median_ms"]) if lib else "-")
+            else:
+                ratios += ["-", "-"]
         out.append("| " + " | ".join(cells + ratios) + " |")
     return out
 
