@@ -176,12 +176,17 @@ void ramp_clocks();
 // The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
 Timing time_launches(const std::function<void(int)>& launch, const Options& o,
                      cudaStream_t s, bool force_graph = false);
-// One launch of `f` between two events, in ms (a first estimate used to size a row's iterations).
+// One launch of `f` between two events, in ms (the benches' validation launch).
 double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
 // `o` with its iterations cut so one row takes about `budget_s` seconds (at least 5 launches), unless
-// the user named the rung (`named`): slow naive rungs then cost seconds, not minutes. A capped row
-// says so in row->notes["iters_capped"].
-Options iters_for_budget(const Options& o, double single_ms, double budget_s, bool named, Row* row);
+// the user named the rows (`named`: a --variant list without "all"; then every row of the run, the
+// reference's too, gets --iters): slow naive rungs then cost seconds, not minutes. A capped row says
+// so in row->notes["iters_capped"]. The budget is sized from one more, warm, launch of `launch`: the
+// first launch (the validation launch) can carry one-time costs -- cuBLAS's first-call setup, lazy
+// module loading -- and sizing from it capped cuBLAS's rows at 7-10 launches where ours ran 100
+// (scripts/h2h.py, e513787): on a shape that heats the card, the shorter row runs cooler and faster.
+Options iters_for_budget(const Options& o, const std::function<void()>& launch, cudaStream_t s,
+                         double budget_s, bool named, Row* row);
 
 // Mean SM clock (MHz) NVML reports for the current device right now; NaN if NVML is unavailable.
 double sm_clock_mhz_now();

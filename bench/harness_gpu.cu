@@ -305,9 +305,12 @@ double single_launch_ms(const std::function<void()>& f, cudaStream_t s) {
   return ms;
 }
 
-Options iters_for_budget(const Options& o, double single_ms, double budget_s, bool named, Row* row) {
+Options iters_for_budget(const Options& o, const std::function<void()>& launch, cudaStream_t s,
+                         double budget_s, bool named, Row* row) {
   Options c = o;
-  if (named || single_ms <= 0) return c;
+  if (named) return c;
+  const double single_ms = single_launch_ms(launch, s);  // warm: not the row's first launch
+  if (single_ms <= 0) return c;
   const int want = static_cast<int>(budget_s * 1e3 / single_ms);
   if (want < o.iters) {
     c.iters = std::max(5, want);

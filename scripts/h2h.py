@@ -49,6 +49,7 @@ def gemm(M, N, K):
 # name -> (shapes, ours: (bench, variants), library impls, library arm: "torch" | "ref")
 # Attention: "best rung" is the best Hopper rung (04 and up); the part-1 rungs (02, 03: issue 7's
 # bar is against flash) get their own column.
+FAMILY = {"attention": "attention", "attention_d64": "attention", "gemm_bf16": "gemm_bf16", "sgemm": "sgemm"}
 PART1 = {"attention": (4, "torch_sdpa_flash"), "attention_d64": (4, "torch_sdpa_flash")}
 SETS = {
     "attention": ([attn(S, 128, c) for S in (4096, 8192) for c in (1, 0)],
@@ -111,7 +112,7 @@ def table(set_name, best):
         head += " part-1 best: ms (MHz, spread) | %s / part-1 |" % part1[1]
     out = [head, "|" + "---|" * (3 + 2 * len(libs) + (2 if part1 else 0))]
     for shape in shapes:
-        rs = {k: v for k, v in best.items() if k[2] == shape}
+        rs = {k: v for k, v in best.items() if k[2] == shape and k[0] == FAMILY[set_name]}
         ours = {k: v for k, v in rs.items() if k[3] == "kl"}
         rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] >= part1[0])]
         low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] < part1[0]]
@@ -192,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--dir", help="output folder (default results/<device>/h2h from nvidia-smi)")
     ap.add_argument("--shape", action="append", default=[], help="only these shapes of the sets (repeatable)")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--from", dest="from_rows", metavar="ROWS",
+                    help="run nothing: rewrite table.md of --dir (default: ROWS's folder) from a rows.jsonl")
     a = ap.parse_args(argv)
     sets = [s.strip() for s in a.set.split(",") if s.strip()]
     for s in sets:
@@ -204,6 +207,15 @@ def main(argv=None):
         if sh not in known:
             ap.error("--shape '%s' is not a shape of the selected sets (e.g. %s)" % (sh, sorted(known)[0]))
     plan = [(s, sh) for s in sets for sh in SETS[s][0] if not a.shape or sh in a.shape]
+    if a.from_rows:
+        with open(a.from_rows) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        rounds = len({r.get("notes", {}).get("h2h_round") for r in rows})
+        out_dir = a.dir or os.path.dirname(os.path.abspath(a.from_rows))
+        os.makedirs(out_dir, exist_ok=True)
+        print("\n".join(write_table(out_dir, sets, rows, rounds,
+                                    a.cooldown, 0, [])))
+        return 0
     if a.dry_run:
         for rnd in range(a.rounds):
             for s, sh in plan:
@@ -246,10 +258,10 @@ def write_table(out_dir, sets, all_rows, rounds, cooldown, secs, failed):
     best = best_rounds(all_rows)
     commit = next((r.get("git_commit") for r in all_rows if r.get("git_commit")), "unknown")
     lines = ["# Head to head (`scripts/h2h.py`; do not edit by hand)", "",
-             "Commit %s, %d rounds, arms alternating, %.1f s cooldown before each arm; %d rows in `rows.jsonl`, "
-             "%.0f s. Each cell is the best round (lowest median) of its row, with the NVML MHz of that round and the "
+             "Commit %s, %d rounds, arms alternating, %.1f s cooldown before each arm; %d rows in `rows.jsonl`%s. "
+             "Each cell is the best round (lowest median) of its row, with the NVML MHz of that round and the "
              "spread of the rounds' medians; ratios are the library's best round over ours (> 1: ours faster)."
-             % (commit, rounds, cooldown, len(all_rows), secs)]
+             % (commit, rounds, cooldown, len(all_rows), ", %.0f s" % secs if secs else "")]
     for s in sets:
         lines += ["", "## " + s, ""] + table(s, best)
     if failed:

@@ -11,6 +11,7 @@
 #   KL_RESULTS_DIR  output folder (default: results/<device slug>, e.g. results/h200)
 #   KL_BENCH_ARGS   extra flags for every family bench (e.g. "--quick")
 #   KL_NO_TORCH=1   skip the PyTorch baseline
+#   KL_NO_H2H=1     skip the head-to-head (scripts/h2h.py: the issues' comparison shapes, arms interleaved)
 #   KL_NO_README=1  do not touch README.md (tables.md and roofline.png are still written)
 #
 # Writes results/<device>/<family>.jsonl (peak.jsonl, torch.jsonl, ...), env.txt, tables.md,
@@ -76,9 +77,13 @@ for b in "$BUILD"/bench_*; do
 done
 
 # ---- PyTorch, where it is installed
+HAVE_TORCH=0
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  HAVE_TORCH=1
+fi
 if [ "${KL_NO_TORCH:-0}" = 1 ]; then
   say "PyTorch baseline skipped (KL_NO_TORCH=1)"
-elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+elif [ $HAVE_TORCH = 1 ]; then
   echo "torch=$(python3 -c 'import torch; print(torch.__version__)')" >>"$OUT/env.txt"
   : >"$OUT/torch.jsonl"
   say "PyTorch baseline -> $OUT/torch.jsonl"
@@ -90,6 +95,23 @@ elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   fi
 else
   say "PyTorch with CUDA not importable by python3: no torch rows (pip install torch for the comparison)"
+fi
+
+# ---- head to head: the shapes the issues' ratio bars name, our rows and the libraries' interleaved
+# round-robin (best round per row, spread of the rounds); $OUT/h2h/table.md. The attention sets need
+# PyTorch (its SDPA rows are the comparison).
+if [ "${KL_NO_H2H:-0}" = 1 ]; then
+  say "head to head skipped (KL_NO_H2H=1)"
+else
+  H2H_SETS=gemm_bf16,sgemm
+  [ $HAVE_TORCH = 1 ] && [ "${KL_NO_TORCH:-0}" != 1 ] && H2H_SETS=attention,gemm_bf16,sgemm,attention_d64
+  say "head to head ($H2H_SETS) -> $OUT/h2h/"
+  t=$(date +%s)
+  if python3 scripts/h2h.py --build "$BUILD" --dir "$OUT/h2h" --set "$H2H_SETS" >/dev/null; then
+    say "head to head done in $(( $(date +%s) - t )) s: $OUT/h2h/table.md"
+  else
+    FAILED+=("h2h.py (exit $?)")
+  fi
 fi
 
 # ---- tables, roofline, README

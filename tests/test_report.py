@@ -205,7 +205,8 @@ def main():
              hrow("kl", "four_stages", 12, 0.19, 0), hrow("kl", "four_stages", 12, 0.21, 1),
              hrow("kl", "stream_k_tail", 14, 0.17, 0), hrow("kl", "stream_k_tail", 14, 0.05, 1, ok=False),
              hrow("kl", "auto", -1, 0.19, 0)]
-    hb = h2h.best_rounds(hrows)
+    other = dict(hrow("kl", "four_stages", 12, 0.01, 0), family="sgemm")  # same shape, other family
+    hb = h2h.best_rounds(hrows + [other])
     e = hb[("gemm_bf16", "gemm", sh, "cublas", "cublas")]
     check(e["best"]["median_ms"] == 0.18 and e["n"] == 2 and abs(e["spread"] - 0.02 / 0.18) < 1e-12,
           "h2h best round: the lowest median, spread (max - min) / min")
@@ -214,7 +215,16 @@ def main():
     tl = h2h.table("gemm_bf16", hb)
     line = next((x for x in tl if x.startswith("| M=4096, N=4096, K=4096")), "")
     check("14 stream_k_tail: 0.1700" in line and "1.059, 0.947" in line and "(12, 1900 MHz" in line,
-          "h2h table: best rung, auto pick, ratios library / ours", "\n".join(tl))
+          "h2h table: best rung, auto pick, ratios library / ours; other families' rows kept out", "\n".join(tl))
+    hdir = os.path.join(out, "h2h")
+    os.makedirs(hdir)
+    with open(os.path.join(hdir, "rows.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in hrows))
+    rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--set", "gemm_bf16", "--from",
+                            os.path.join(hdir, "rows.jsonl"))
+    with open(os.path.join(hdir, "table.md")) as f:
+        tmd = f.read()
+    check(rc == 0 and "1.059, 0.947" in tmd, "h2h --from: the table rewritten from a rows file", so + se)
     rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--set",
                             "attention", "--shape", h2h.attn(4096, 128, 0))
     lines_ = so.splitlines()
