@@ -260,7 +260,9 @@ def write_table(out_dir, sets, all_rows, rounds, cooldown, secs, failed):
     lines = ["# Head to head (`scripts/h2h.py`; do not edit by hand)", "",
              "Commit %s, %d rounds, arms alternating, %.1f s cooldown before each arm; %d rows in `rows.jsonl`%s. "
              "Each cell is the best round (lowest median) of its row, with the NVML MHz of that round and the "
-             "spread of the rounds' medians; ratios are the library's best round over ours (> 1: ours faster)."
+             "spread of the rounds' medians; ratios are the library's best round over ours (> 1: ours faster). "
+             "\"best rung\" is a minimum over the listed rungs and rounds (read it with its spread); the auto "
+             "row is one arm, timed last in its process."
              % (commit, rounds, cooldown, len(all_rows), ", %.0f s" % secs if secs else "")]
     for s in sets:
         lines += ["", "## " + s, ""] + table(s, best)
