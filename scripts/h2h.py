@@ -20,6 +20,7 @@ the noise floor. This script does that for the shapes the issues' ratio bars nam
   sgemm      4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_sgemm --variant 15,auto, the
              cuBLAS row alternating as above.
 
+With --split-rungs every rung is an arm of its own (one process each; GEMM sets: cuBLAS in each).
 Per round, per shape, the arms run in turn (their order reversed every other round), each after
 --cooldown seconds of idle GPU. Every row of every round goes to DIR/rows.jsonl with notes
 h2h_round / h2h_arm / h2h_slot; DIR/table.md has, per shape and row, the best round's median and
@@ -63,15 +64,22 @@ SETS = {
 }
 
 
-def arms_for(set_name, shape, rnd, build):
-    """[(arm name, argv)] for one shape in round rnd, in the order they run."""
+def arms_for(set_name, shape, rnd, build, split=False):
+    """[(arm name, argv)] for one shape in round rnd, in the order they run. split: one arm (one
+    process, its own cooldown) per listed variant instead of one for all of them."""
     shapes, (bench, variants), _, lib = SETS[set_name]
-    ours = [os.path.join(build, bench), "--variant", variants, "--shape", shape]
-    if lib == "ref":  # one process times both; the reference row goes last on odd rounds
-        return [("kl+ref", ours + (["--ref-last"] if rnd % 2 else []))]
-    torch_arm = [sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"), "--family", "attention",
-                 "--shape", shape, "--no-compile"]
-    arms = [("kl", ours), ("torch", torch_arm)]
+    groups = variants.split(",") if split else [variants]
+    arms = []
+    for v in groups:
+        ours = [os.path.join(build, bench), "--variant", v, "--shape", shape]
+        name = "kl" + (":" + v if split else "")
+        if lib == "ref":  # one process times both; the reference row goes last on odd rounds
+            arms.append((name + "+ref", ours + (["--ref-last"] if rnd % 2 else [])))
+        else:
+            arms.append((name, ours))
+    if lib != "ref":
+        arms.append(("torch", [sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"), "--family",
+                               "attention", "--shape", shape, "--no-compile"]))
     return arms if rnd % 2 == 0 else arms[::-1]
 
 
@@ -192,6 +200,9 @@ def main(argv=None):
     ap.add_argument("--build", default=os.environ.get("KL_BUILD_DIR", "build"), help="build folder")
     ap.add_argument("--dir", help="output folder (default results/<device>/h2h from nvidia-smi)")
     ap.add_argument("--shape", action="append", default=[], help="only these shapes of the sets (repeatable)")
+    ap.add_argument("--split-rungs", action="store_true",
+                    help="one arm (process) per rung instead of one for all of a set's rungs: no rung "
+                         "runs after another one has heated the card (GEMM sets: cuBLAS in every arm)")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--from", dest="from_rows", metavar="ROWS",
                     help="run nothing: rewrite table.md of --dir (default: ROWS's folder) from a rows.jsonl")
@@ -219,7 +230,7 @@ def main(argv=None):
     if a.dry_run:
         for rnd in range(a.rounds):
             for s, sh in plan:
-                for arm, cmd in arms_for(s, sh, rnd, a.build):
+                for arm, cmd in arms_for(s, sh, rnd, a.build, a.split_rungs):
                     print("round %d %s %s: %s" % (rnd, s, arm, " ".join(cmd)))
         return 0
     out_dir = a.dir
@@ -240,7 +251,7 @@ def main(argv=None):
     with open(os.path.join(out_dir, "log.txt"), "w") as log:
         for rnd in range(a.rounds):
             for s, sh in plan:
-                for slot, (arm, cmd) in enumerate(arms_for(s, sh, rnd, a.build)):
+                for slot, (arm, cmd) in enumerate(arms_for(s, sh, rnd, a.build, a.split_rungs)):
                     time.sleep(a.cooldown)
                     rc, rows = run_arm(cmd, rnd, arm, slot, rows_path, log)
                     all_rows += rows

@@ -235,6 +235,12 @@ def main():
                             "sgemm", "--shape", h2h.gemm(4096, 4096, 4096))
     check(rc == 0 and "--ref-last" not in so.splitlines()[0] and so.splitlines()[1].endswith("--ref-last"),
           "h2h --dry-run: the cuBLAS row goes last on odd rounds", so + se)
+    rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--split-rungs",
+                            "--set", "gemm_bf16", "--shape", h2h.gemm(4096, 4096, 4096))
+    sl = so.splitlines()
+    check(rc == 0 and len(sl) == 8 and "--variant 12 " in sl[0] and "--variant auto " in sl[4]
+          and all(x.endswith("--ref-last") for x in sl[4:]),
+          "h2h --split-rungs: one arm per rung, order reversed on odd rounds", so + se)
     for bad in (["--set", "nope"], ["--rounds", "0"], ["--shape", "M=1,N=8,K=8"]):
         rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", *bad)
         check(rc == 2 and "Traceback" not in se, "h2h refuses " + " ".join(bad), se)
