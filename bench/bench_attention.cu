@@ -71,7 +71,7 @@ int run(int argc, char** argv) {
   if (o.quick) o.iters = std::min(o.iters, 20);
   bool want_auto = false;
   auto rungs = select_rungs(attention_rungs(), o.variant, &want_auto);
-  const bool all = o.variant.find("all") != std::string::npos;
+  const bool all = variant_lists_all(o.variant);
   const std::vector<std::string> shapes = o.shapes.empty() ? default_shapes(o.quick) : o.shapes;
 
   std::vector<Shape> parsed;

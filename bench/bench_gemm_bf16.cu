@@ -8,7 +8,9 @@
 // then the cuBLAS bf16 row (impl "cublas", timed), every selected rung (supports()? poison C,
 // launch, compare all of C with Ref, time) and the "auto" row. Decode rows (M <= 64) always report
 // the back-to-back rate too (graph_ms). Rung 00 is skipped above 4096^3 worth of FLOPs unless
-// --variant names it; rows are capped to a time budget (noted as iters_capped) unless named.
+// --variant names it; rows are capped to a time budget (noted as iters_capped) unless the --variant
+// list lacks "all" (then every row, cuBLAS's too, gets --iters). --ref-last times the cuBLAS row
+// after the rungs.
 // FLOPs 2MNK; minimum DRAM bytes 2(MK + NK + MN). Tolerances: see bf16_out_tolerance and
 // f32_dot_bound below (both scale with K). With KL_GEMM_EXP=1 in the environment the table also
 // holds experiment rows 30+ / 50+ (rung 03 / 04 with a forced CTA tile; docs/gemm_bf16.md).
@@ -76,11 +78,10 @@ std::vector<double> row_as_double(const bf16* dev_row, int n) {
 }
 
 int run(int argc, char** argv) {
-  const std::vector<ExtraFlag> extra = {
-      {"ref-last", false, "time the cuBLAS row after the rungs (default: before; scripts/h2h.py alternates)"}};
+  const std::vector<ExtraFlag> extra = {kRefLastFlag};
   Options o = parse_cli(argc, argv, "bench_gemm_bf16",
                         "MxNxK or M=..,N=..,K=.. (C[M,N] = A[M,K] * W[N,K]^T, bf16; N, K % 8 == 0)", extra);
-  const bool ref_last = o.extra.count("ref-last") > 0;
+  const bool ref_last = o.extra.count(kRefLastFlag.name) > 0;
   if (o.list) {
     print_rungs(gemm_bf16_rungs(), "gemm_bf16 rungs (bf16 C = A * W^T, fp32 accumulate)");
     return 0;
@@ -90,7 +91,7 @@ int run(int argc, char** argv) {
   if (o.quick) o.iters = std::min(o.iters, 20);
   bool want_auto = false;
   auto rungs = select_rungs(gemm_bf16_rungs(), o.variant, &want_auto);
-  const bool all = o.variant.find("all") != std::string::npos;
+  const bool all = variant_lists_all(o.variant);
   std::vector<std::string> shapes =
       o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes) : o.shapes;
   std::vector<Shape> parsed;

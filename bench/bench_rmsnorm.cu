@@ -234,7 +234,7 @@ int run(int argc, char** argv) {
     KL_REQUIRE(eps >= 0.0f, "--eps must be >= 0");
   }
   if (o.quick) o.iters = std::min(o.iters, 20);
-  const bool all = o.variant.find("all") != std::string::npos;
+  const bool all = variant_lists_all(o.variant);
   // --variant is resolved against each selected table. With --op both, a rung only one table has
   // (e.g. "5" or "vec128") runs that op alone; a name neither table has is an error (exit 2).
   bool auto_p = false, auto_f = false, do_p = opflag != "add_rmsnorm", do_f = opflag != "rmsnorm";

@@ -4,7 +4,8 @@
 // itself checked against a CPU double product on 256 sampled (i, j), then every selected rung:
 // supports()? poison C, launch, compare all of C with Cref, time. Slow rungs (00-02) are skipped
 // above 4096^3 worth of FLOPs unless --variant names them, and every row's iterations are capped
-// so it takes about a second (noted as iters_capped) unless --variant names the rung.
+// so it takes about a second (noted as iters_capped) unless the --variant list lacks "all" (then
+// every row, cuBLAS's too, gets --iters). --ref-last times the cuBLAS row after the rungs.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -41,11 +42,10 @@ Tolerance gemm_tolerance(int K) {
 
 
 int run(int argc, char** argv) {
-  const std::vector<ExtraFlag> extra = {
-      {"ref-last", false, "time the cuBLAS row after the rungs (default: before; scripts/h2h.py alternates)"}};
+  const std::vector<ExtraFlag> extra = {kRefLastFlag};
   Options o = parse_cli(argc, argv, "bench_sgemm",
                         "MxNxK or M=..,N=..,K=.. (row-major C[M,N] = A[M,K] * B[K,N])", extra);
-  const bool ref_last = o.extra.count("ref-last") > 0;
+  const bool ref_last = o.extra.count(kRefLastFlag.name) > 0;
   if (o.list) {
     print_rungs(sgemm_rungs(), "sgemm rungs (fp32 C = A * B, row-major)");
     return 0;
@@ -55,7 +55,7 @@ int run(int argc, char** argv) {
   if (o.quick) o.iters = std::min(o.iters, 20);
   bool want_auto = false;
   auto rungs = select_rungs(sgemm_rungs(), o.variant, &want_auto);
-  const bool all = o.variant.find("all") != std::string::npos;
+  const bool all = variant_lists_all(o.variant);
   std::vector<std::string> shapes = o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes)
                                                       : o.shapes;
   std::vector<Shape> parsed;

@@ -39,6 +39,18 @@ std::string usage_text(const std::string& prog, const std::string& shape_help,
   return s.str();
 }
 
+bool variant_lists_all(const std::string& spec) {
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = spec.find(',', start);
+    if (spec.compare(start, comma == std::string::npos ? std::string::npos : comma - start, "all") == 0)
+      return true;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return false;
+}
+
 static long long parse_int(const std::string& flag, const std::string& v, long long lo, long long hi) {
   if (v.empty()) throw BadArgument(flag + ": missing value");
   char* end = nullptr;

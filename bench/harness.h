@@ -53,6 +53,13 @@ struct ExtraFlag {
   bool takes_value;   // --name VALUE, else a switch
   std::string help;
 };
+// --ref-last of the GEMM benches: the library's reference row is timed after the rungs instead of
+// before them (the card is hotter for whichever runs later; scripts/h2h.py alternates the two).
+inline const ExtraFlag kRefLastFlag{"ref-last", false,
+                                    "time the cuBLAS row after the rungs (default: before; scripts/h2h.py alternates)"};
+// True when the --variant list holds the token "all" (exactly: rung "small_splitk" is not "all").
+// A list without it names its rows: every row of the run then gets --iters (iters_for_budget).
+bool variant_lists_all(const std::string& spec);
 
 // Parses argv. On --help prints usage to stdout and exits 0; on any malformed flag or value prints
 // the problem and the usage to stderr and exits 2. Throws nothing.
@@ -179,12 +186,13 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o,
 // One launch of `f` between two events, in ms (the benches' validation launch).
 double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
 // `o` with its iterations cut so one row takes about `budget_s` seconds (at least 5 launches), unless
-// the user named the rows (`named`: a --variant list without "all"; then every row of the run, the
-// reference's too, gets --iters): slow naive rungs then cost seconds, not minutes. A capped row says
-// so in row->notes["iters_capped"]. The budget is sized from one more, warm, launch of `launch`: the
-// first launch (the validation launch) can carry one-time costs -- cuBLAS's first-call setup, lazy
-// module loading -- and sizing from it capped cuBLAS's rows at 7-10 launches where ours ran 100
-// (scripts/h2h.py, e513787): on a shape that heats the card, the shorter row runs cooler and faster.
+// `named` (the benches pass !variant_lists_all(--variant) for the rungs, auto and the GEMM
+// references: a list without "all" gives every such row --iters): slow naive rungs then cost
+// seconds, not minutes. A capped row says so in row->notes["iters_capped"]. The budget is sized
+// from one more launch of `launch`, after the row's validation launch where the bench has one (the
+// decode copy row has none): the first launch can carry one-time costs -- cuBLAS's first-call
+// setup, lazy module loading -- and sizing from it capped cuBLAS's rows at 7-10 launches where ours
+// ran 100 (scripts/h2h.py, e513787): on a shape that heats the card, the shorter row runs cooler.
 Options iters_for_budget(const Options& o, const std::function<void()>& launch, cudaStream_t s,
                          double budget_s, bool named, Row* row);
 

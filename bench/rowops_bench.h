@@ -5,8 +5,8 @@
 // double reference on the downloaded (storage-rounded) inputs, then a cudaMemcpy D2D row moving
 // the same byte count (bytes/2 read + bytes/2 written), every selected rung (supports()? poison y,
 // launch, download, full comparison, time) and the "auto" row. Rows whose single launch is slow
-// have their iterations capped to about `budget` seconds (notes.iters_capped) unless --variant
-// named the rung (the harness's single_launch_ms / iters_for_budget).
+// have their iterations capped to about `budget` seconds (notes.iters_capped) unless the --variant
+// list lacks "all" (the harness's variant_lists_all / iters_for_budget).
 #pragma once
 #include <algorithm>
 #include <cstdio>
@@ -86,7 +86,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
   if (o.quick) o.iters = std::min(o.iters, 20);
   bool want_auto = false;
   auto rungs = select_rungs(*sp.rungs, o.variant, &want_auto);
-  const bool all = o.variant.find("all") != std::string::npos;
+  const bool all = variant_lists_all(o.variant);
   std::vector<std::pair<Shape, std::vector<DType>>> work;
   if (o.shapes.empty()) {
     for (const auto& d : o.quick ? sp.quick_shapes : sp.shapes)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Head to head: our kernels and the libraries on the issues' comparison shapes, arms interleaved.
 
-    python3 scripts/h2h.py [--set attention,gemm_bf16,sgemm] [--rounds 3] [--cooldown 1]
-                           [--build build] [--dir results/<device>/h2h] [--dry-run]
+    python3 scripts/h2h.py [--set attention,gemm_bf16,sgemm,attention_d64] [--rounds 3] [--cooldown 1]
+                           [--shape S ...] [--split-rungs] [--build build] [--dir results/<device>/h2h]
+                           [--dry-run] [--from ROWS]
 
 Why. Sustained benchmarking heats the card and the clock drops: in the full runs the attention
 bench's D = 128 Hopper rows ran at 1600-1980 MHz depending on how long the bench had been running,
@@ -25,12 +26,18 @@ Per round, per shape, the arms run in turn (their order reversed every other rou
 --cooldown seconds of idle GPU. Every row of every round goes to DIR/rows.jsonl with notes
 h2h_round / h2h_arm / h2h_slot; DIR/table.md has, per shape and row, the best round's median and
 MHz and the spread of the rounds ((max - min) / min of the medians), and the ratios of the best
-rounds: library time / ours (best rung, and the auto row). Validation is the benches' own: a row
-that fails it is not timed and not in the table. Exits 1 if any arm failed.
+rounds: library time / ours (best rung, and the auto row). The "best rung" is chosen by the median
+of each rung's rounds (not by its luckiest round: a minimum over rungs x rounds would favour us),
+then shown by its best round like every other row; a row that several arms of one round time
+(cuBLAS under --split-rungs) counts once per round. Validation is the benches' own: a row that
+fails it is not timed and not in the table. Exits 1 if any arm failed, 2 on a bad flag or a
+missing bench binary; --from rewrites table.md from a rows.jsonl without running anything.
 """
 import argparse
 import json
+import math
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -87,30 +94,51 @@ def row_id(r):
     return (r["family"], r["op"], r["shape_str"], r["impl"], r["variant_name"])
 
 
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
 def best_rounds(rows):
-    """{row_id: {"best": the row of the lowest median, "spread": (max - min) / min, "n": rounds}}
-    over rows that passed validation (ok and validated)."""
-    out = {}
+    """{row_id: {"best": the row of the round with the lowest median, "spread": (max - min) / min of
+    the rounds' medians, "central": the median of the rounds' medians, "n": rounds}} over rows that
+    passed validation (ok and validated). A row timed by several arms of one round (cuBLAS under
+    --split-rungs) counts once per round, by the arm with that round's median value, so that the
+    library does not get more tries than a rung."""
+    per = {}
     for r in rows:
         if not (r.get("ok") and r.get("validated")) or not r.get("median_ms"):
             continue
-        e = out.setdefault(row_id(r), {"rows": []})
-        e["rows"].append(r)
-    for e in out.values():
-        ms = [r["median_ms"] for r in e["rows"]]
-        e["best"] = min(e["rows"], key=lambda r: r["median_ms"])
-        e["spread"] = (max(ms) - min(ms)) / min(ms)
-        e["n"] = len(ms)
-        del e["rows"]
+        rnd = r.get("notes", {}).get("h2h_round", "?")
+        per.setdefault(row_id(r), {}).setdefault(rnd, []).append(r)
+    out = {}
+    for k, rounds in per.items():
+        picks = []
+        for rs in rounds.values():
+            rs = sorted(rs, key=lambda r: r["median_ms"])
+            picks.append(rs[(len(rs) - 1) // 2])  # the (lower) median arm of the round
+        ms = [r["median_ms"] for r in picks]
+        out[k] = {"best": min(picks, key=lambda r: r["median_ms"]), "spread": (max(ms) - min(ms)) / min(ms),
+                  "central": median(ms), "n": len(ms)}
     return out
 
 
 def fmt_mhz(r):
-    return "%.0f" % r["clock_mhz"] if r.get("clock_mhz") else "-"
+    return "%.0f MHz" % r["clock_mhz"] if r.get("clock_mhz") else "- MHz"
 
 
-def table(set_name, best):
-    """Markdown lines for one set from best_rounds()."""
+def cell(v, rounds, label=""):
+    """'label: ms (MHz, spread[, n rounds])' for one best_rounds() entry."""
+    b = v["best"]
+    n = "" if v["n"] >= rounds else ", %d of %d rounds" % (v["n"], rounds)
+    return "%s%.4f (%s, %.1f%%%s)" % (label, b["median_ms"], fmt_mhz(b), 100 * v["spread"], n)
+
+
+def table(set_name, best, rounds):
+    """Markdown lines for one set from best_rounds(). Our "best rung" is the rung whose rounds'
+    median is lowest (chosen on a central value, so that picking among several rungs does not turn
+    into a minimum over rungs x rounds), shown, like every row, by its best round."""
     shapes, _, libs, _ = SETS[set_name]
     head = ("| shape | best rung: ms (MHz, spread) | auto: ms (pick, MHz, spread) | "
             + " | ".join("%s: ms (MHz, spread)" % lib for lib in libs) + " | "
@@ -127,20 +155,11 @@ def table(set_name, best):
         auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
         if not rungs and auto is None:
             continue
-        top = min(rungs, key=lambda v: v["best"]["median_ms"]) if rungs else None
+        top = min(rungs, key=lambda v: v["central"]) if rungs else None
         cells = [shape.replace(",", ", ")]
-        if top:
-            b = top["best"]
-            cells.append("%02d %s: %.4f (%s, %.1f%%)" % (b["variant"], b["variant_name"], b["median_ms"], fmt_mhz(b),
-                                                      100 * top["spread"]))
-        else:
-            cells.append("-")
-        if auto:
-            b = auto["best"]
-            cells.append("%.4f (%s, %s MHz, %.1f%%)" % (b["median_ms"], b.get("notes", {}).get("picked", "?"),
-                                                       fmt_mhz(b), 100 * auto["spread"]))
-        else:
-            cells.append("-")
+        cells.append(cell(top, rounds, "%02d %s: " % (top["best"]["variant"], top["best"]["variant_name"]))
+                     if top else "-")
+        cells.append(cell(auto, rounds, "(%s) " % auto["best"].get("notes", {}).get("picked", "?")) if auto else "-")
         ratios = []
         for lib in libs:
             v = next((v for k, v in rs.items() if k[3] == lib), None)
@@ -149,17 +168,16 @@ def table(set_name, best):
                 ratios.append("-")
                 continue
             b = v["best"]
-            cells.append("%.4f (%s, %.1f%%)" % (b["median_ms"], fmt_mhz(b), 100 * v["spread"]))
+            cells.append(cell(v, rounds))
             r1 = "%.3f" % (b["median_ms"] / top["best"]["median_ms"]) if top else "-"
             r2 = "%.3f" % (b["median_ms"] / auto["best"]["median_ms"]) if auto else "-"
             ratios.append("%s, %s" % (r1, r2))
         if part1:
-            p1 = min(low, key=lambda v: v["best"]["median_ms"]) if low else None
+            p1 = min(low, key=lambda v: v["central"]) if low else None
             lib = next((v for k, v in rs.items() if k[3] == part1[1]), None)
             if p1:
                 b = p1["best"]
-                ratios.append("%02d %s: %.4f (%s, %.1f%%)" % (b["variant"], b["variant_name"], b["median_ms"],
-                                                           fmt_mhz(b), 100 * p1["spread"]))
+                ratios.append(cell(p1, rounds, "%02d %s: " % (b["variant"], b["variant_name"])))
                 ratios.append("%.3f" % (lib["best"]["median_ms"] / b["median_ms"]) if lib else "-")
             else:
                 ratios += ["-", "-"]
@@ -167,26 +185,41 @@ def table(set_name, best):
     return out
 
 
-def run_arm(argv, round_, arm, slot, rows_path, log):
-    """Runs one arm with --out a temporary file; appends its rows (annotated) to rows_path."""
+def run_arm(argv, round_, arm, slot, rows_path, log, extra_notes):
+    """Runs one arm with --out a temporary file; appends its rows (annotated) to rows_path. Returns
+    (exit code, rows); a process that cannot start or writes a malformed line counts as failed
+    (its well-formed rows are kept)."""
     with tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False) as tf:
         tmp = tf.name
     try:
         t = time.monotonic()
-        p = subprocess.run(argv + ["--out", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        log.write("$ %s\n%s\n[exit %d, %.1f s]\n" % (" ".join(argv), p.stdout, p.returncode, time.monotonic() - t))
-        log.flush()
-        rows = []
+        try:
+            p = subprocess.run(argv + ["--out", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            rc, text = p.returncode, p.stdout
+        except OSError as e:
+            rc, text = 127, "h2h.py: cannot run %s: %s" % (argv[0], e)
+        rows, bad = [], 0
         with open(tmp) as f:
             for line in f:
-                if line.strip():
+                if not line.strip():
+                    continue
+                try:
                     r = json.loads(line)
-                    r.setdefault("notes", {}).update({"h2h_round": str(round_), "h2h_arm": arm, "h2h_slot": str(slot)})
-                    rows.append(r)
+                except ValueError:
+                    bad += 1
+                    continue
+                r.setdefault("notes", {}).update(dict(extra_notes, h2h_round=str(round_), h2h_arm=arm,
+                                                      h2h_slot=str(slot)))
+                rows.append(r)
+        if bad and rc == 0:
+            rc = 1
+        log.write("$ %s\n%s\n[exit %d, %.1f s%s]\n" % (" ".join(shlex.quote(x) for x in argv), text, rc,
+                                                     time.monotonic() - t, ", %d malformed lines" % bad if bad else ""))
+        log.flush()
         with open(rows_path, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
-        return p.returncode, rows
+        return rc, rows
     finally:
         os.unlink(tmp)
 
@@ -207,30 +240,46 @@ def main(argv=None):
     ap.add_argument("--from", dest="from_rows", metavar="ROWS",
                     help="run nothing: rewrite table.md of --dir (default: ROWS's folder) from a rows.jsonl")
     a = ap.parse_args(argv)
-    sets = [s.strip() for s in a.set.split(",") if s.strip()]
+    sets = []
+    for name in (x.strip() for x in a.set.split(",")):
+        if name and name not in sets:
+            sets.append(name)
+    if not sets:
+        ap.error("--set: no set given (sets: %s)" % ", ".join(SETS))
     for s in sets:
         if s not in SETS:
             ap.error("--set: unknown set '%s' (sets: %s)" % (s, ", ".join(SETS)))
-    if a.rounds < 1 or a.cooldown < 0:
-        ap.error("--rounds must be >= 1 and --cooldown >= 0")
+    if a.rounds < 1 or not math.isfinite(a.cooldown) or a.cooldown < 0:
+        ap.error("--rounds must be >= 1 and --cooldown a number >= 0")
     known = {sh for s in sets for sh in SETS[s][0]}
     for sh in a.shape:
         if sh not in known:
-            ap.error("--shape '%s' is not a shape of the selected sets (e.g. %s)" % (sh, sorted(known)[0]))
+            ap.error("--shape '%s' is not a shape of the selected sets (e.g. %s)" % (sh, min(known)))
     plan = [(s, sh) for s in sets for sh in SETS[s][0] if not a.shape or sh in a.shape]
     if a.from_rows:
-        with open(a.from_rows) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
+        try:
+            with open(a.from_rows) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except (OSError, ValueError) as e:
+            ap.error("--from %s: %s" % (a.from_rows, e))
+        notes = rows[0].get("notes", {}) if rows else {}
         rounds = len({r.get("notes", {}).get("h2h_round") for r in rows})
         out_dir = a.dir or os.path.dirname(os.path.abspath(a.from_rows))
         os.makedirs(out_dir, exist_ok=True)
-        print("\n".join(write_table(out_dir, sets, rows, rounds,
-                                    a.cooldown, 0, [])))
+        cooldown = float(notes.get("h2h_cooldown", a.cooldown))
+        split = notes.get("h2h_split", "1" if a.split_rungs else "0") == "1"
+        print("\n".join(write_table(out_dir, sets, rows, rounds, cooldown, split, 0, [])))
         return 0
+    # The bench binaries: relative to the current folder, else to the repository root.
+    build = a.build if os.path.isabs(a.build) or os.path.isdir(a.build) else os.path.join(ROOT, a.build)
+    for s in sets:
+        b = os.path.join(build, SETS[s][1][0])
+        if not a.dry_run and not (os.path.isfile(b) and os.access(b, os.X_OK)):
+            ap.error("no %s (build first, or point --build at the build folder)" % b)
     if a.dry_run:
         for rnd in range(a.rounds):
             for s, sh in plan:
-                for arm, cmd in arms_for(s, sh, rnd, a.build, a.split_rungs):
+                for arm, cmd in arms_for(s, sh, rnd, build, a.split_rungs):
                     print("round %d %s %s: %s" % (rnd, s, arm, " ".join(cmd)))
         return 0
     out_dir = a.dir
@@ -244,6 +293,7 @@ def main(argv=None):
     os.makedirs(out_dir, exist_ok=True)
     rows_path = os.path.join(out_dir, "rows.jsonl")
     open(rows_path, "w").close()  # this run's rows only
+    notes = {"h2h_cooldown": str(a.cooldown), "h2h_split": "1" if a.split_rungs else "0"}
     failed = []
     all_rows = []
     t0 = time.monotonic()
@@ -251,32 +301,34 @@ def main(argv=None):
     with open(os.path.join(out_dir, "log.txt"), "w") as log:
         for rnd in range(a.rounds):
             for s, sh in plan:
-                for slot, (arm, cmd) in enumerate(arms_for(s, sh, rnd, a.build, a.split_rungs)):
+                for slot, (arm, cmd) in enumerate(arms_for(s, sh, rnd, build, a.split_rungs)):
                     time.sleep(a.cooldown)
-                    rc, rows = run_arm(cmd, rnd, arm, slot, rows_path, log)
+                    rc, rows = run_arm(cmd, rnd, arm, slot, rows_path, log, notes)
                     all_rows += rows
                     print("h2h.py: round %d %-13s %-48s %-6s %d rows%s" % (rnd, s, sh, arm, len(rows),
                           "" if rc == 0 else "  FAILED (exit %d)" % rc), file=sys.stderr, flush=True)
                     if rc != 0:
                         failed.append("round %d %s %s %s (exit %d)" % (rnd, s, sh, arm, rc))
             # The table after every round, so that a run cut short keeps its complete rounds.
-            lines = write_table(out_dir, sets, all_rows, rnd + 1, a.cooldown, time.monotonic() - t0, failed)
+            lines = write_table(out_dir, sets, all_rows, rnd + 1, a.cooldown, a.split_rungs,
+                                time.monotonic() - t0, failed)
     print("\n".join(lines))
     return 1 if failed else 0
 
 
-def write_table(out_dir, sets, all_rows, rounds, cooldown, secs, failed):
+def write_table(out_dir, sets, all_rows, rounds, cooldown, split, secs, failed):
     best = best_rounds(all_rows)
     commit = next((r.get("git_commit") for r in all_rows if r.get("git_commit")), "unknown")
     lines = ["# Head to head (`scripts/h2h.py`; do not edit by hand)", "",
-             "Commit %s, %d rounds, arms alternating, %.1f s cooldown before each arm; %d rows in `rows.jsonl`%s. "
-             "Each cell is the best round (lowest median) of its row, with the NVML MHz of that round and the "
-             "spread of the rounds' medians; ratios are the library's best round over ours (> 1: ours faster). "
-             "\"best rung\" is a minimum over the listed rungs and rounds (read it with its spread); the auto "
-             "row is one arm, timed last in its process."
-             % (commit, rounds, cooldown, len(all_rows), ", %.0f s" % secs if secs else "")]
+             "Commit %s, %d rounds, arms alternating, %s, %.1f s cooldown before each arm; %d rows in "
+             "`rows.jsonl`%s. Each cell is a row's best round (lowest median), with the NVML MHz of that round "
+             "and the spread of its rounds' medians; ratios are the library's best round over ours (> 1: ours "
+             "faster). \"best rung\" is the listed rung with the lowest median over its rounds; the auto row is "
+             "the entry point's own row."
+             % (commit, rounds, "one process per rung (--split-rungs)" if split else "one process for the rungs",
+                cooldown, len(all_rows), ", %.0f s" % secs if secs else "")]
     for s in sets:
-        lines += ["", "## " + s, ""] + table(s, best)
+        lines += ["", "## " + s, ""] + table(s, best, rounds)
     if failed:
         lines += ["", "Failed arms: " + "; ".join(failed)]
     with open(os.path.join(out_dir, "table.md"), "w") as f:

@@ -15,7 +15,8 @@
 #   KL_NO_README=1  do not touch README.md (tables.md and roofline.png are still written)
 #
 # Writes results/<device>/<family>.jsonl (peak.jsonl, torch.jsonl, ...), env.txt, tables.md,
-# roofline.png, and the generated sections of README.md. Exits non-zero if any bench failed (the
+# roofline.png, h2h/ (rows.jsonl, table.md, log.txt of scripts/h2h.py), and the generated sections
+# of README.md. Exits non-zero if any bench failed (the
 # other benches still run, and the report is still generated from what was measured).
 set -uo pipefail
 
@@ -78,7 +79,8 @@ done
 
 # ---- PyTorch, where it is installed
 HAVE_TORCH=0
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+if [ "${KL_NO_TORCH:-0}" != 1 ] &&
+   python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
   HAVE_TORCH=1
 fi
 if [ "${KL_NO_TORCH:-0}" = 1 ]; then
@@ -104,10 +106,12 @@ if [ "${KL_NO_H2H:-0}" = 1 ]; then
   say "head to head skipped (KL_NO_H2H=1)"
 else
   H2H_SETS=gemm_bf16,sgemm
-  [ $HAVE_TORCH = 1 ] && [ "${KL_NO_TORCH:-0}" != 1 ] && H2H_SETS=attention,gemm_bf16,sgemm,attention_d64
-  say "head to head ($H2H_SETS) -> $OUT/h2h/"
+  [ $HAVE_TORCH = 1 ] && H2H_SETS=attention,gemm_bf16,sgemm,attention_d64
+  H2H_ROUNDS=3
+  case " ${KL_BENCH_ARGS:-} " in *" --quick "*) H2H_ROUNDS=1 ;; esac  # a smoke run: one round
+  say "head to head ($H2H_SETS, $H2H_ROUNDS rounds) -> $OUT/h2h/"
   t=$(date +%s)
-  if python3 scripts/h2h.py --build "$BUILD" --dir "$OUT/h2h" --set "$H2H_SETS" >/dev/null; then
+  if python3 scripts/h2h.py --build "$BUILD" --dir "$OUT/h2h" --set "$H2H_SETS" --rounds "$H2H_ROUNDS" >/dev/null; then
     say "head to head done in $(( $(date +%s) - t )) s: $OUT/h2h/table.md"
   else
     FAILED+=("h2h.py (exit $?)")

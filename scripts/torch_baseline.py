@@ -2,6 +2,7 @@
 """PyTorch on the bench shapes, timed by the benches' method, written in the benches' JSON schema.
 
     python3 scripts/torch_baseline.py --out results/<device>/torch.jsonl [--family F ...] [--quick]
+                                      [--shape S ...]
 
 impl values: torch (eager), torch_compile (torch.compile(dynamic=False) of the same eager code),
 torch_sdpa_flash / torch_sdpa_cudnn (scaled_dot_product_attention pinned to one backend).
@@ -121,7 +122,10 @@ def driver_attrs(ordinal):
 
 class ClockSampler:
     """The mean NVML SM clock over a timed window, sampled every 2 ms on a side thread (what
-    bench/harness_gpu.cu's ClockSampler writes as clock_mhz). mean() is None where NVML is missing."""
+    bench/harness_gpu.cu's ClockSampler writes as clock_mhz). stop() returns None where NVML is
+    missing. The window holds the chunks' _sleep spins and syncs as well as the launches (the C++
+    harness's holds its launches and syncs). The thread takes the GIL for a few microseconds every
+    2 ms while the host queues a chunk; the chunk's _sleep hold (1.5x the measured host time) covers that."""
     def __init__(self, ordinal):
         self.nv = None
         try:
@@ -682,6 +686,11 @@ def shape_plan(fams, shape_args, quick):
                                    QUICK["decode"] if quick else DECODE_SHAPES]))
         return plan
     wanted = [parse_shape_arg(t) for t in shape_args]
+    for t, d in zip(shape_args, wanted):
+        if any(v < 1 for k, v in d.items() if k != "causal"):
+            raise ValueError("--shape '%s': every size must be >= 1" % t)
+        if set(d) == set(ATTN_KEYS) and (d["causal"] not in (0, 1) or d["Hq"] % d["Hkv"] or d["Sq"] > d["Skv"]):
+            raise ValueError("--shape '%s': needs causal 0 or 1, Hkv dividing Hq and Sq <= Skv" % t)
     used = [False] * len(wanted)
     plan = []
     for fam in fams:
@@ -749,7 +758,6 @@ def main():
                 setattr(dynamo.config, k, 1024)  # one compile per shape, never fall back
     except Exception:
         pass
-    fams = a.family or FAMILIES
     ctx = Ctx(a)
     print("torch_baseline.py: torch %s on %s (cc %s, %d SMs, L2 %d MiB), %d iters, seed %d%s" % (
         torch.__version__, ctx.device["name"], ctx.device["cc"], ctx.device["sms"], ctx.l2 >> 20,

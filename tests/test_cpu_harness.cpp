@@ -61,6 +61,16 @@ TEST(Cli, ExtraFlags) {
   EXPECT_NE(usage_text("p", "RxC", ex).find("--hkv"), std::string::npos);
 }
 
+TEST(Cli, VariantListsAllIsAToken) {
+  EXPECT_TRUE(variant_lists_all("all"));
+  EXPECT_TRUE(variant_lists_all("3,all"));
+  EXPECT_TRUE(variant_lists_all("all,auto"));
+  EXPECT_FALSE(variant_lists_all("small_splitk"));  // a rung name containing "all"
+  EXPECT_FALSE(variant_lists_all("12,auto"));
+  EXPECT_FALSE(variant_lists_all("alls,xall"));
+  EXPECT_FALSE(variant_lists_all(""));
+}
+
 TEST(Shape, PositionalNamedAndDefaults) {
   Shape s = parse_shape("16384x8192", {"rows", "cols"});
   EXPECT_EQ(s["rows"], 16384);

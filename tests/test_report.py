@@ -183,9 +183,10 @@ def main():
           "torch_baseline --shape: a row-op shape selects the default entry (its dtypes)")
     check([f for f, _ in tb.shape_plan(tb.FAMILIES, [], False)] == tb.FAMILIES,
           "torch_baseline: no --shape runs every family's default list")
-    for bad in ("rows=3,cols=4", "M=1,N=2", "M=1,N=x,K=2", "M=1,M=2,N=2,K=2"):
+    for bad in ("rows=3,cols=4", "M=1,N=2", "M=1,N=x,K=2", "M=1,M=2,N=2,K=2", "M=-1,N=8,K=8",
+                "B=1,Hq=32,Hkv=32,Sq=64,Skv=64,D=128,causal=7", "B=1,Hq=32,Hkv=5,Sq=64,Skv=64,D=128,causal=0"):
         try:
-            tb.shape_plan(["rmsnorm", "gemm_bf16"], [bad], False)
+            tb.shape_plan(["rmsnorm", "gemm_bf16", "attention"], [bad], False)
             check(False, "torch_baseline --shape '%s' refused" % bad)
         except ValueError:
             check(True, "torch_baseline --shape '%s' refused" % bad)
@@ -200,7 +201,7 @@ def main():
     def hrow(impl, name, variant, ms, rnd, ok=True):
         return {"family": "gemm_bf16", "op": "gemm", "shape_str": sh, "impl": impl, "variant_name": name,
                 "variant": variant, "median_ms": ms, "ok": ok, "validated": ok, "clock_mhz": 1900.0 + rnd,
-                "notes": {"picked": "12"} if name == "auto" else {}}
+                "notes": dict({"picked": "12"} if name == "auto" else {}, h2h_round=str(rnd))}
     hrows = [hrow("cublas", "cublas", -1, 0.20, 0), hrow("cublas", "cublas", -1, 0.18, 1),
              hrow("kl", "four_stages", 12, 0.19, 0), hrow("kl", "four_stages", 12, 0.21, 1),
              hrow("kl", "stream_k_tail", 14, 0.17, 0), hrow("kl", "stream_k_tail", 14, 0.05, 1, ok=False),
@@ -212,10 +213,22 @@ def main():
           "h2h best round: the lowest median, spread (max - min) / min")
     e14 = hb[("gemm_bf16", "gemm", sh, "kl", "stream_k_tail")]
     check(e14["n"] == 1 and e14["best"]["median_ms"] == 0.17, "h2h: a row that failed validation is not a round")
-    tl = h2h.table("gemm_bf16", hb)
+    tl = h2h.table("gemm_bf16", hb, 2)
     line = next((x for x in tl if x.startswith("| M=4096, N=4096, K=4096")), "")
-    check("14 stream_k_tail: 0.1700" in line and "1.059, 0.947" in line and "(12, 1900 MHz" in line,
+    check("14 stream_k_tail: 0.1700 (1900 MHz, 0.0%, 1 of 2 rounds)" in line and "1.059, 0.947" in line
+          and "(12) 0.1900 (1900 MHz" in line,
           "h2h table: best rung, auto pick, ratios library / ours; other families' rows kept out", "\n".join(tl))
+    # --split-rungs: cuBLAS timed by every arm of a round counts once per round (the round's median
+    # arm), and the best rung is chosen by the median of its rounds, not by its luckiest round.
+    split = [hrow("cublas", "cublas", -1, ms, rnd) for rnd, ms in ((0, 0.20), (0, 0.10), (0, 0.21), (1, 0.19))]
+    split += [hrow("kl", "four_stages", 12, 0.17, 0), hrow("kl", "four_stages", 12, 0.17, 1),
+              hrow("kl", "stream_k_tail", 14, 0.12, 0), hrow("kl", "stream_k_tail", 14, 0.24, 1)]
+    sb = h2h.best_rounds(split)
+    cb = sb[("gemm_bf16", "gemm", sh, "cublas", "cublas")]
+    check(cb["n"] == 2 and cb["best"]["median_ms"] == 0.19,
+          "h2h: a row timed by several arms of one round counts once per round (the median arm)")
+    sline = next((x for x in h2h.table("gemm_bf16", sb, 2) if x.startswith("| M=4096")), "")
+    check("12 four_stages: 0.1700" in sline, "h2h: the best rung is chosen by its rounds' median", sline)
     hdir = os.path.join(out, "h2h")
     os.makedirs(hdir)
     with open(os.path.join(hdir, "rows.jsonl"), "w") as f:
@@ -241,7 +254,8 @@ def main():
     check(rc == 0 and len(sl) == 8 and "--variant 12 " in sl[0] and "--variant auto " in sl[4]
           and all(x.endswith("--ref-last") for x in sl[4:]),
           "h2h --split-rungs: one arm per rung, order reversed on odd rounds", so + se)
-    for bad in (["--set", "nope"], ["--rounds", "0"], ["--shape", "M=1,N=8,K=8"]):
+    for bad in (["--set", "nope"], ["--set", ","], ["--rounds", "0"], ["--cooldown", "inf"],
+                ["--shape", "M=1,N=8,K=8"], ["--from", os.path.join(out, "no_such_rows.jsonl")]):
         rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", *bad)
         check(rc == 2 and "Traceback" not in se, "h2h refuses " + " ".join(bad), se)
     if tb.torch is None:
