@@ -135,10 +135,37 @@ def cell(v, rounds, label=""):
     return "%s%.4f (%s, %.1f%%%s)" % (label, b["median_ms"], fmt_mhz(b), 100 * v["spread"], n)
 
 
+def picks(set_name, best, shape):
+    """For one shape of a set: {"top": our best rung, "auto": the auto row, "part1": the best part-1
+    rung (attention sets), "libs": {library impl: its row}} from best_rounds(), or None without our
+    rows. Our "best rung" is the rung whose rounds' median is lowest (chosen on a central value, so
+    that picking among several rungs does not turn into a minimum over rungs x rounds), shown, like
+    every row, by its best round."""
+    _, _, libs, _ = SETS[set_name]
+    part1 = PART1.get(set_name)
+    rs = {k: v for k, v in best.items() if k[2] == shape and k[0] == FAMILY[set_name]}
+    ours = {k: v for k, v in rs.items() if k[3] == "kl"}
+    rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] >= part1[0])]
+    low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] < part1[0]]
+    auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
+    if not rungs and auto is None:
+        return None
+    return {"top": min(rungs, key=lambda v: v["central"]) if rungs else None, "auto": auto,
+            "part1": min(low, key=lambda v: v["central"]) if low else None,
+            "libs": {lib: next((v for k, v in rs.items() if k[3] == lib), None) for lib in libs}}
+
+
+def ratio(lib, ours):
+    """'%.3f' of library best round / ours, or '-'."""
+    return "%.3f" % (lib["best"]["median_ms"] / ours["best"]["median_ms"]) if lib and ours else "-"
+
+
+def rung_label(v):
+    return "%02d %s" % (v["best"]["variant"], v["best"]["variant_name"])
+
+
 def table(set_name, best, rounds):
-    """Markdown lines for one set from best_rounds(). Our "best rung" is the rung whose rounds'
-    median is lowest (chosen on a central value, so that picking among several rungs does not turn
-    into a minimum over rungs x rounds), shown, like every row, by its best round."""
+    """Markdown lines for one set from best_rounds() (see picks() for the best rung)."""
     shapes, _, libs, _ = SETS[set_name]
     head = ("| shape | best rung: ms (MHz, spread) | auto: ms (pick, MHz, spread) | "
             + " | ".join("%s: ms (MHz, spread)" % lib for lib in libs) + " | "
@@ -148,41 +175,47 @@ def table(set_name, best, rounds):
         head += " part-1 best: ms (MHz, spread) | %s / part-1 |" % part1[1]
     out = [head, "|" + "---|" * (3 + 2 * len(libs) + (2 if part1 else 0))]
     for shape in shapes:
-        rs = {k: v for k, v in best.items() if k[2] == shape and k[0] == FAMILY[set_name]}
-        ours = {k: v for k, v in rs.items() if k[3] == "kl"}
-        rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] >= part1[0])]
-        low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] < part1[0]]
-        auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
-        if not rungs and auto is None:
+        pk = picks(set_name, best, shape)
+        if pk is None:
             continue
-        top = min(rungs, key=lambda v: v["central"]) if rungs else None
+        top, auto = pk["top"], pk["auto"]
         cells = [shape.replace(",", ", ")]
-        cells.append(cell(top, rounds, "%02d %s: " % (top["best"]["variant"], top["best"]["variant_name"]))
-                     if top else "-")
+        cells.append(cell(top, rounds, rung_label(top) + ": ") if top else "-")
         cells.append(cell(auto, rounds, "(%s) " % auto["best"].get("notes", {}).get("picked", "?")) if auto else "-")
         ratios = []
         for lib in libs:
-            v = next((v for k, v in rs.items() if k[3] == lib), None)
-            if v is None:
-                cells.append("-")
-                ratios.append("-")
-                continue
-            b = v["best"]
-            cells.append(cell(v, rounds))
-            r1 = "%.3f" % (b["median_ms"] / top["best"]["median_ms"]) if top else "-"
-            r2 = "%.3f" % (b["median_ms"] / auto["best"]["median_ms"]) if auto else "-"
-            ratios.append("%s, %s" % (r1, r2))
+            v = pk["libs"][lib]
+            cells.append(cell(v, rounds) if v else "-")
+            ratios.append("%s, %s" % (ratio(v, top), ratio(v, auto)) if v else "-")
         if part1:
-            p1 = min(low, key=lambda v: v["central"]) if low else None
-            lib = next((v for k, v in rs.items() if k[3] == part1[1]), None)
-            if p1:
-                b = p1["best"]
-                ratios.append(cell(p1, rounds, "%02d %s: " % (b["variant"], b["variant_name"])))
-                ratios.append("%.3f" % (lib["best"]["median_ms"] / b["median_ms"]) if lib else "-")
-            else:
-                ratios += ["-", "-"]
+            p1 = pk["part1"]
+            ratios += [cell(p1, rounds, rung_label(p1) + ": ") if p1 else "-", ratio(pk["libs"][part1[1]], p1)]
         out.append("| " + " | ".join(cells + ratios) + " |")
     return out
+
+
+def summary(rows):
+    """A compact markdown table of a rows.jsonl's ratios (report.py puts it in the README): per set,
+    shape and library, library best round / ours for the best rung and the auto row (and the part-1
+    rung against flash)."""
+    best = best_rounds(rows)
+    rounds = len({r.get("notes", {}).get("h2h_round") for r in rows})
+    out = ["| set | shape | vs | best rung | library / best rung | library / auto |", "|---|---|---|---|---|---|"]
+    for set_name, (shapes, _, libs, _) in SETS.items():
+        for shape in shapes:
+            pk = picks(set_name, best, shape)
+            if pk is None:
+                continue
+            for lib in libs:
+                out.append("| %s | %s | %s | %s | %s | %s |" % (
+                    set_name, shape.replace(",", ", "), lib, rung_label(pk["top"]) if pk["top"] else "-",
+                    ratio(pk["libs"][lib], pk["top"]), ratio(pk["libs"][lib], pk["auto"])))
+            if PART1.get(set_name) and pk["part1"]:
+                lib = PART1[set_name][1]
+                out.append("| %s | %s | %s | %s (part 1) | %s | - |" % (
+                    set_name, shape.replace(",", ", "), lib, rung_label(pk["part1"]),
+                    ratio(pk["libs"][lib], pk["part1"])))
+    return out, rounds
 
 
 def run_arm(argv, round_, arm, slot, rows_path, log, extra_notes):

@@ -238,6 +238,30 @@ def main():
     with open(os.path.join(hdir, "table.md")) as f:
         tmd = f.read()
     check(rc == 0 and "1.059, 0.947" in tmd, "h2h --from: the table rewritten from a rows file", so + se)
+    # report.py: the head to head in tables.md and in the README's optional block
+    rdir = os.path.join(out, "h2h_report")
+    fresh(rdir, FIXTURES)
+    rmd = os.path.join(out, "README_h2h.md")
+    block = "<!-- BEGIN HEAD TO HEAD -->\nstale\n<!-- END HEAD TO HEAD -->\n"
+    with open(rmd, "w") as f:
+        f.write("<!-- BEGIN HEADLINE -->\n<!-- END HEADLINE -->\n<!-- BEGIN GENERATED TABLES -->\n"
+                "<!-- END GENERATED TABLES -->\n" + block)
+    rc, so, se = run(rdir, "--readme", rmd, "--quiet")
+    with open(rmd) as f:
+        rtext = f.read()
+    check(rc == 0 and "No head to head in this run" in rtext and "stale" not in rtext,
+          "report.py: a run without h2h rows says so in the README block", se + rtext)
+    os.makedirs(os.path.join(rdir, "h2h"))
+    with open(os.path.join(rdir, "h2h", "rows.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in hrows))
+    rc, so, se = run(rdir, "--readme", rmd, "--quiet")
+    with open(rmd) as f:
+        rtext = f.read()
+    with open(os.path.join(rdir, "tables.md")) as f:
+        ttext = f.read()
+    want = "| gemm_bf16 | M=4096, N=4096, K=4096 | cublas | 14 stream_k_tail | 1.059 | 0.947 |"
+    check(rc == 0 and want in rtext and "2 rounds" in rtext and want in ttext and "## Head to head" in ttext,
+          "report.py: the h2h ratios in the README block and in tables.md", se + rtext)
     rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--set",
                             "attention", "--shape", h2h.attn(4096, 128, 0))
     lines_ = so.splitlines()
