@@ -77,7 +77,9 @@ def h2h_section(folder, link_prefix):
     path = os.path.join(folder, "h2h", "rows.jsonl")
     if not os.path.exists(path):
         return "No head to head in this run (`scripts/h2h.py`; `KL_NO_H2H=1` skips it).\n"
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
     import h2h
     rows = []
     with open(path) as f:

@@ -100,23 +100,30 @@ def git_commit():
         return "unknown"
 
 
+def libcuda_device(ordinal):
+    """(libcuda through ctypes, the CUdevice of `ordinal` after cuInit); None for what is missing."""
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None, None
+    cu.cuInit(0)
+    dev = ctypes.c_int(0)
+    return cu, (dev if cu.cuDeviceGet(ctypes.byref(dev), ordinal) == 0 else None)
+
+
 def driver_attrs(ordinal):
     """Driver version and clock attributes through libcuda (what cudaGetDeviceProperties reports)."""
     out = {"driver": 0, "clock_khz": 0, "mem_clock_khz": 0, "mem_bus_bits": 0}
-    try:
-        cu = ctypes.CDLL("libcuda.so.1")
+    cu, dev = libcuda_device(ordinal)
+    if cu is not None:
         v = ctypes.c_int(0)
         if cu.cuDriverGetVersion(ctypes.byref(v)) == 0:
             out["driver"] = v.value
-        cu.cuInit(0)
-        dev = ctypes.c_int(0)
-        if cu.cuDeviceGet(ctypes.byref(dev), ordinal) == 0:
-            for key, attr in (("clock_khz", 13), ("mem_clock_khz", 36), ("mem_bus_bits", 37)):
-                x = ctypes.c_int(0)
-                if cu.cuDeviceGetAttribute(ctypes.byref(x), attr, dev) == 0:
-                    out[key] = x.value
-    except OSError:
-        pass
+    if dev is not None:
+        for key, attr in (("clock_khz", 13), ("mem_clock_khz", 36), ("mem_bus_bits", 37)):
+            x = ctypes.c_int(0)
+            if cu.cuDeviceGetAttribute(ctypes.byref(x), attr, dev) == 0:
+                out[key] = x.value
     return out
 
 
@@ -130,12 +137,10 @@ class ClockSampler:
         self.nv = None
         try:
             nv = ctypes.CDLL("libnvidia-ml.so.1")
-            cu = ctypes.CDLL("libcuda.so.1")
-            cu.cuInit(0)
-            dev = ctypes.c_int(0)
+            cu, dev = libcuda_device(ordinal)
             bus = ctypes.create_string_buffer(64)
             handle = ctypes.c_void_p()
-            if (nv.nvmlInit_v2() == 0 and cu.cuDeviceGet(ctypes.byref(dev), ordinal) == 0
+            if (dev is not None and nv.nvmlInit_v2() == 0
                     and cu.cuDeviceGetPCIBusId(bus, 64, dev) == 0
                     and nv.nvmlDeviceGetHandleByPciBusId_v2(bus, ctypes.byref(handle)) == 0):
                 self.nv, self.handle = nv, handle
