@@ -3,6 +3,19 @@
 // What it shows: the roofs every percentage in results/ is computed against.
 //   mma_sync_bf16  a loop of mma.sync.m16n8k16 (bf16 in, fp32 accumulate) on register-resident
 //                  operands, 8 independent accumulator chains per warp, 16 warps per SM
+//   mma_sync_64x64_regs / mma_sync_64x64_ldsm
+//                  what the mma.sync GEMM rungs' warp tile can reach at best: 8 warps per SM (2 per
+//                  sub-core, as rungs 03/04 run), each the 64x64 warp tile of their 128x256 CTA
+//                  (32 mma per 16-wide k slice, 128 accumulators); _regs with the fragments fixed
+//                  in registers, _ldsm running the rungs' own stage loop (stage_mma: ldmatrix from
+//                  the swizzled stage, fragments double-buffered) on one resident stage, with no
+//                  copies and no barriers in the loop
+//   fp32_ffma_16x8_lds
+//                  what sgemm rung 15's thread tile can reach at best: its own kernel
+//                  (sgemm_ak_kernel, kernels/sgemm/ak.cuh) in the loop-only form, one 256-thread
+//                  block per SM as the rung runs, every 64-deep k-tile the rung's FFMA loop (16x8
+//                  micro-tile, LDS.128 fragments, unrolled by 8) on one resident stage, with no
+//                  copies, waits or barriers
 //   wgmma_bf16     (sm_90a) a loop of wgmma m64n256k16 with both operands in shared memory,
 //                  two warpgroups per SM (kernels/common/hopper.cuh)
 //   fp32_fma       8 independent FMA chains per thread, 2048 threads per SM
@@ -18,6 +31,8 @@
 #include "bench/harness.h"
 #include "common/hopper.cuh"
 #include "common/mma.cuh"
+#include "gemm_bf16/mma_sync_tile.cuh"
+#include "sgemm/ak.cuh"
 
 using namespace kl;
 using namespace kl::bench;
@@ -63,6 +78,55 @@ __global__ void __launch_bounds__(512) mma_peak_kernel(int iters, float* sink, C
 #pragma unroll
   for (int c = 0; c < kMmaChains; ++c) s += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
   if (s == 1234.5f) *sink = s;  // keeps the loop; practically never true
+  __syncthreads();
+  probe_end(probe);
+}
+
+// The mma.sync GEMM rungs' warp tile on its own (rungs 03/04, tile L: 128x256 CTA, 8 warps of
+// 64x64). kLdsm = false: the fragments are loaded once and every mma reads registers (the HMMA
+// issue of 2 warps per sub-core with 32 independent accumulators); true: each iteration is
+// stage_mma on one resident stage (what the rungs' k-loop does per stage, minus the cp.async copies,
+// the wait and the barrier).
+using CeilCfg = gemm_bf16_detail::CfgL;
+template <bool kLdsm>
+__global__ void __launch_bounds__(CeilCfg::THREADS, 1)
+    mma_tile_ceiling_kernel(int iters, float* sink, ClockProbe* probe) {
+  extern __shared__ __align__(128) char stage[];  // one stage: A [128][64] + W [256][64] bf16
+  auto* e = reinterpret_cast<__nv_bfloat16*>(stage);
+  for (int i = threadIdx.x; i < CeilCfg::STAGE_BYTES / 2; i += blockDim.x)
+    e[i] = __float2bfloat16(0.01f * (i % 7) - 0.03f);
+  __syncthreads();
+  probe_begin(probe);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warp_m = warp % CeilCfg::WARPS_M, warp_n = warp / CeilCfg::WARPS_M;
+  float acc[CeilCfg::MI][CeilCfg::NI][4];
+  gemm_bf16_detail::zero_acc<CeilCfg>(acc);
+  uint32_t a[2][CeilCfg::MI][4], b[2][CeilCfg::NI][2];
+  if constexpr (kLdsm) {
+    for (int it = 0; it < iters; ++it)
+      gemm_bf16_detail::stage_mma<CeilCfg>(stage, warp_m, warp_n, lane, a, b, acc);
+  } else {
+    gemm_bf16_detail::load_frags<CeilCfg>(stage, 0, warp_m, warp_n, lane, a[0], b[0]);
+    gemm_bf16_detail::load_frags<CeilCfg>(stage, 1, warp_m, warp_n, lane, a[1], b[1]);
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+      for (int kk = 0; kk < CeilCfg::BK / 16; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < CeilCfg::MI; ++mi)
+#pragma unroll
+          for (int ni = 0; ni < CeilCfg::NI; ++ni) {
+            const int nn = (mi & 1) ? (CeilCfg::NI - 1 - ni) : ni;
+            mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
+          }
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int mi = 0; mi < CeilCfg::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < CeilCfg::NI; ++ni)
+      s += (acc[mi][ni][0] + acc[mi][ni][1]) + (acc[mi][ni][2] + acc[mi][ni][3]);
+  if (s == 1234.5f) *sink = s;
   __syncthreads();
   probe_end(probe);
 }
@@ -166,7 +230,8 @@ int main(int argc, char** argv) {
   return guarded_main([&] {
     Options o = parse_cli(argc, argv, "bench_peak", "ignored (the peaks have fixed shapes)");
     if (o.list) {
-      std::printf("bench_peak: mma_sync_bf16, wgmma_bf16 (sm_90a), fp32_fma, copy_memcpy, copy_kernel\n");
+      std::printf("bench_peak: mma_sync_bf16, mma_sync_64x64_regs, mma_sync_64x64_ldsm, wgmma_bf16 (sm_90a), "
+                  "fp32_fma, fp32_ffma_16x8_lds, copy_memcpy, copy_kernel\n");
       return 0;
     }
     if (!o.shapes.empty() || o.variant != "all" || !o.dtypes.empty())
@@ -180,9 +245,9 @@ int main(int argc, char** argv) {
     if (o.quick) po.iters = std::min(o.iters, 10);
 
     auto compute_row = [&](const char* op, const char* dtype, int blocks, int threads, int iters,
-                           double flops_per_launch, auto kernel) {
+                           double flops_per_launch, auto kernel, int smem = 0) {
       auto launch = [&](int) {
-        kernel<<<blocks, threads, 0, s>>>(iters, sink.as<float>(), probe.as<ClockProbe>());
+        kernel<<<blocks, threads, smem, s>>>(iters, sink.as<float>(), probe.as<ClockProbe>());
         KL_CHECK_LAUNCH();
       };
       Row r = peak_row(op, "kl", dtype, Shape{{{"blocks", blocks}, {"threads", threads}, {"iters", iters}}});
@@ -199,6 +264,20 @@ int main(int argc, char** argv) {
       double flops = 2.0 * 16 * 8 * 16 * kMmaChains * iters * (threads / 32) * blocks;
       compute_row("mma_sync_bf16", "bf16", blocks, threads, iters, flops, mma_peak_kernel);
     }
+    {  // The mma.sync rungs' warp tile: one 128x256 CTA per SM, 64-deep stage per iteration.
+      using C = gemm_bf16_detail::CfgL;
+      static_assert(C::STAGE_BYTES <= 48 * 1024, "one stage fits the default dynamic smem limit");
+      const int blocks = d.sms, iters = 2048;
+      const double flops = 2.0 * C::BM * C::BN * C::BK * iters * blocks;
+      KL_CHECK(cudaFuncSetAttribute(mma_tile_ceiling_kernel<false>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
+      KL_CHECK(cudaFuncSetAttribute(mma_tile_ceiling_kernel<true>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
+      compute_row("mma_sync_64x64_regs", "bf16", blocks, C::THREADS, iters, flops,
+                  mma_tile_ceiling_kernel<false>, C::STAGE_BYTES);
+      compute_row("mma_sync_64x64_ldsm", "bf16", blocks, C::THREADS, iters, flops,
+                  mma_tile_ceiling_kernel<true>, C::STAGE_BYTES);
+    }
     {
       std::string why = require_sm90a(d);
       if (!why.empty()) {
@@ -213,6 +292,27 @@ int main(int argc, char** argv) {
       const int blocks = d.sms * 8, threads = 256, iters = 8192;
       double flops = 2.0 * kFmaChains * iters * threads * static_cast<double>(blocks);
       compute_row("fp32_fma", "f32", blocks, threads, iters, flops, fma_peak_kernel);
+    }
+    {  // sgemm rung 15's kernel in its loop-only form: one 256x128 block per SM (M = 256 x SMs,
+       // N = 128), K = 64 x iters, every k-tile the FFMA loop on one resident stage.
+      namespace ak = sgemm_detail::ak;
+      constexpr int BK = 64, S = 2, KQU = 8;
+      auto* kernel = ak::sgemm_ak_kernel<BK, S, KQU, 256, true>;
+      const int smem = ak::AkCfg<BK, S>::kSmemBytes, iters = 512;
+      const int M = 256 * d.sms, N = 128, K = BK * iters;
+      KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      DeviceBuffer c(static_cast<size_t>(M) * N * 4);
+      auto launch = [&](int) {
+        // A and B are never read in this form (no copies); C gets the sums.
+        kernel<<<d.sms, 256, smem, s>>>(c.as<float>(), c.as<float>(), c.as<float>(), M, N, K);
+        KL_CHECK_LAUNCH();
+      };
+      Row r = peak_row("fp32_ffma_16x8_lds", "kl", "f32",
+                       Shape{{{"blocks", d.sms}, {"threads", 256}, {"iters", iters}}});
+      r.t = time_launches(launch, po, s);
+      r.flops = 2.0 * M * N * static_cast<double>(K);
+      r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
+      rep.emit(r);
     }
     {  // Copies: 1 GiB each way, far past the L2.
       const size_t bytes = size_t(1) << 30;

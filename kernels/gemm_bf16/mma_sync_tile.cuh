@@ -118,6 +118,30 @@ __device__ __forceinline__ void load_frags(const char* stage, int kk, int warp_m
   }
 }
 
+// The tensor-core work of one landed stage for this warp: the four 16-wide k slices, fragments of
+// slice kk+1 loaded (ldmatrix) while slice kk's mma run (registers double-buffered). Also the
+// inner loop of bench_peak's mma_sync_64x64_ldsm ceiling, which runs it on a resident stage with no
+// copies and no barriers.
+template <class Cfg>
+__device__ __forceinline__ void stage_mma(const char* st, int warp_m, int warp_n, int lane,
+                                          uint32_t (&a)[2][Cfg::MI][4], uint32_t (&b)[2][Cfg::NI][2],
+                                          float (&acc)[Cfg::MI][Cfg::NI][4]) {
+  load_frags<Cfg>(st, 0, warp_m, warp_n, lane, a[0], b[0]);
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BK / 16; ++kk) {
+    if (kk + 1 < Cfg::BK / 16)
+      load_frags<Cfg>(st, kk + 1, warp_m, warp_n, lane, a[(kk + 1) & 1], b[(kk + 1) & 1]);
+#pragma unroll
+    for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < Cfg::NI; ++ni) {
+        // Serpentine over ni so consecutive mmas share an operand register set.
+        const int nn = (mi & 1) ? (Cfg::NI - 1 - ni) : ni;
+        mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
+      }
+  }
+}
+
 // acc += A[m0:m0+BM, kt0*64 : kt1*64] * W[n0:n0+BN, same]^T. Leaves shared memory free (all
 // copies landed, all reads done) so the caller may start another range or reuse it.
 template <class Cfg>
@@ -190,22 +214,7 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
       load_stage<Cfg>(smem + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, A, W, M, N, K, m0, n0,
                       kt0 + nxt, tid);
     cp_async_commit();
-    const char* st = smem + (i % Cfg::STAGES) * Cfg::STAGE_BYTES;
-    load_frags<Cfg>(st, 0, warp_m, warp_n, lane, a[0], b[0]);
-#pragma unroll
-    for (int kk = 0; kk < Cfg::BK / 16; ++kk) {
-      // Fetch slice kk+1 while the tensor cores chew on slice kk (registers double-buffered).
-      if (kk + 1 < Cfg::BK / 16)
-        load_frags<Cfg>(st, kk + 1, warp_m, warp_n, lane, a[(kk + 1) & 1], b[(kk + 1) & 1]);
-#pragma unroll
-      for (int mi = 0; mi < Cfg::MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < Cfg::NI; ++ni) {
-          // Serpentine over ni so consecutive mmas share an operand register set.
-          const int nn = (mi & 1) ? (Cfg::NI - 1 - ni) : ni;
-          mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
-        }
-    }
+    stage_mma<Cfg>(smem + (i % Cfg::STAGES) * Cfg::STAGE_BYTES, warp_m, warp_n, lane, a, b, acc);
   }
   }
   cp_async_wait<0>();  // only empty groups can remain, but make it explicit

@@ -9,18 +9,20 @@
 
 namespace kl::sgemm_detail::ak {
 
-constexpr int BM = 256, BN = 128;
+constexpr int BN = 128;
 constexpr int WM = 64, WN = 64;
-constexpr int kWarpsN = BN / WN;                      // 2 (4 x 2 warps)
-constexpr int kThreads = 256;
+constexpr int kWarpsN = BN / WN;                      // 2
 constexpr int TM = 16, TN = 8;
 constexpr int kGroupRaster = 8;
-static_assert((BM / WM) * kWarpsN * 32 == kThreads && WM == 4 * TM && WN == 8 * TN, "warps");
+static_assert(WM == 4 * TM && WN == 8 * TN, "warp tile");
 
 // BK: k-tile depth; S: ring stages; KQU: unroll factor of the loop over a tile's 4-deep k-steps
-// (kQuads of them; the default KQU = kQuads unrolls it fully).
-template <int BK, int S = 3>
+// (kQuads of them; the default KQU = kQuads unrolls it fully). BM: the tile height, 256 (4 x 2
+// warps, one block per SM: the rungs) or 128 (2 x 2 warps, two blocks per SM: experiment rows).
+template <int BK, int S = 3, int BM = 256>
 struct AkCfg {
+  static constexpr int kThreads = (BM / WM) * kWarpsN * 32;   // 256 or 128
+  static constexpr int kBlocksPerSm = 256 / kThreads;         // 8 warps per SM either way
   static constexpr int kQuads = BK / 4;                       // 16-byte quads per A row
   static constexpr int kRowsPerPass = kThreads / kQuads;      // rows one pass of copies covers
   static constexpr int kLoadsA = BM * kQuads / kThreads;      // BK = 16: 4
@@ -34,11 +36,15 @@ struct AkCfg {
   static_assert(kLoadsA * kThreads == BM * kQuads && kLoadsB * kThreads * 4 == BK * BN, "slots");
 };
 
-template <int BK, int S, int KQU>
-__global__ void __launch_bounds__(kThreads, 1)
+// kLoopOnly (bench_peak's fp32_ffma_16x8_lds ceiling only): no copies, no waits, no barriers; every
+// k-tile runs the FFMA loop below on ring slot 0, filled once with small values. The rest of the
+// kernel is the same tokens, so the rungs' instantiations (kLoopOnly = false) compile as before.
+template <int BK, int S, int KQU, int BM = 256, bool kLoopOnly = false>
+__global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::kBlocksPerSm)
     sgemm_ak_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, int M, int N, int K) {
-  using Cf = AkCfg<BK, S>;
+  using Cf = AkCfg<BK, S, BM>;
+  constexpr int kThreads = Cf::kThreads;
   constexpr int kQuads = Cf::kQuads, kLoadsA = Cf::kLoadsA, kLoadsB = Cf::kLoadsB;
   constexpr int kStageFloats = Cf::kStageFloats, kRows = Cf::kRowsPerPass;
   extern __shared__ __align__(16) float smem[];  // S x { As[BM][BK] (quad-swizzled), Bs[BK][BN] }
@@ -67,7 +73,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (bm + a_row0 + kRows * l < M) a_rows_in |= 1u << l;
   const float* a_src = A + static_cast<size_t>(a_rows_in & 1 ? bm + a_row0 : bm) * K + a_q * 4;
   const size_t a_slot_step = static_cast<size_t>(kRows) * K;
-  // B copies: slot l -> tile row t/32 + 8 l, columns (t%32)*4..+3.
+  // B copies: slot l -> tile row t/32 + kBRows l, columns (t%32)*4..+3 (a 128-float row is 32 quads).
+  constexpr int kBRows = kThreads / 32;
   const int b_col = (t % 32) * 4, b_row0 = t / 32;
   const bool b_n_in = bn + b_col < N;
   const uint32_t b_dst = static_cast<uint32_t>((BM * BK + b_row0 * BN + b_col) * 4);
@@ -85,9 +92,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 #pragma unroll
     for (int l = 0; l < kLoadsB; ++l) {
-      const bool in = b_n_in && k0 + b_row0 + 8 * l < K;
-      cp_async_16_u32(base + b_dst + static_cast<uint32_t>(8 * l * BN * 4),
-                      in ? b_src + static_cast<size_t>(k0 + 8 * l) * N : B, in);
+      const bool in = b_n_in && k0 + b_row0 + kBRows * l < K;
+      cp_async_16_u32(base + b_dst + static_cast<uint32_t>(kBRows * l * BN * 4),
+                      in ? b_src + static_cast<size_t>(k0 + kBRows * l) * N : B, in);
     }
   };
 
@@ -98,17 +105,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
   const int nk = (K + BK - 1) / BK;
+  if (kLoopOnly) {
+    for (int i = t; i < kStageFloats; i += kThreads) smem[i] = 0.001f * (i % 13);
+    __syncthreads();
+  }
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
+    if (kLoopOnly) break;
     if (s < nk) issue(s, s * BK);
     cp_async_commit();
   }
   int st = 0, st_issue = S - 1;
   for (int kt = 0; kt < nk; ++kt) {
-    cp_async_wait<S - 2>();  // tile kt landed (this thread's copies) ...
-    __syncthreads();         // ... everyone's, and every warp is done with tile kt-1's stage
-    if (kt + S - 1 < nk) issue(st_issue, (kt + S - 1) * BK);
-    cp_async_commit();
+    if (!kLoopOnly) {
+      cp_async_wait<S - 2>();  // tile kt landed (this thread's copies) ...
+      __syncthreads();         // ... everyone's, and every warp is done with tile kt-1's stage
+      if (kt + S - 1 < nk) issue(st_issue, (kt + S - 1) * BK);
+      cp_async_commit();
+    }
     const float* As = smem + st * kStageFloats;
     const float* Bs = As + BM * BK;
 #pragma unroll(KQU)
@@ -132,6 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[k], rb[k][j], acc[i][j]);
       }
     }
+    if (kLoopOnly) continue;
     st = st + 1 == S ? 0 : st + 1;
     st_issue = st_issue + 1 == S ? 0 : st_issue + 1;
   }
@@ -152,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int BK, int S = 3>
+template <int BK, int S = 3, int BM = 256>
 std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
@@ -161,22 +176,23 @@ std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
   if (!aligned(a.A, 16) || !aligned(a.B, 16) || !aligned(a.C, 16))
     return "needs 16-byte aligned A, B and C (cp.async / float4; rung 08 takes any pointer)";
   if (ceil_div(a.M, BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
-  if (d.smem_optin > 0 && AkCfg<BK, S>::kSmemBytes > d.smem_optin)
+  if (d.smem_optin > 0 && AkCfg<BK, S, BM>::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";
   return "";
 }
 
-template <int BK, int S = 3, int KQU = BK / 4>
+template <int BK, int S = 3, int KQU = BK / 4, int BM = 256>
 void launch_ak(const SgemmArgs& a, cudaStream_t s) {
-  constexpr int smem = AkCfg<BK, S>::kSmemBytes;
+  constexpr int smem = AkCfg<BK, S, BM>::kSmemBytes;
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU, BM>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)opted;
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_ak_kernel<BK, S, KQU><<<blocks, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  sgemm_ak_kernel<BK, S, KQU, BM><<<blocks, AkCfg<BK, S, BM>::kThreads, smem, s>>>(a.A, a.B, a.C,
+                                                                                   a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 }  // namespace kl::sgemm_detail::ak
