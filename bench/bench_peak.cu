@@ -3,13 +3,14 @@
 // What it shows: the roofs every percentage in results/ is computed against.
 //   mma_sync_bf16  a loop of mma.sync.m16n8k16 (bf16 in, fp32 accumulate) on register-resident
 //                  operands, 8 independent accumulator chains per warp, 16 warps per SM
-//   mma_sync_64x64_regs / mma_sync_64x64_ldsm
+//   mma_sync_64x64_regs / _ldsm / _ldsm_bar / _pipe_l2
 //                  what the mma.sync GEMM rungs' warp tile can reach at best: 8 warps per SM (2 per
 //                  sub-core, as rungs 03/04 run), each the 64x64 warp tile of their 128x256 CTA
 //                  (32 mma per 16-wide k slice, 128 accumulators); _regs with the fragments fixed
 //                  in registers, _ldsm running the rungs' own stage loop (stage_mma: ldmatrix from
 //                  the swizzled stage, fragments double-buffered) on one resident stage, with no
-//                  copies and no barriers in the loop
+//                  copies and no barriers in the loop, _ldsm_bar adding the rungs' barrier per
+//                  stage, _pipe_l2 the rungs' whole k-loop (mainloop) with every copy an L2 hit
 //   fp32_ffma_16x8_lds
 //                  what sgemm rung 15's thread tile can reach at best: its own kernel
 //                  (sgemm_ak_kernel, kernels/sgemm/ak.cuh) in the loop-only form, one 256-thread
@@ -27,6 +28,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "bench/harness.h"
 #include "common/hopper.cuh"
@@ -83,12 +85,12 @@ __global__ void __launch_bounds__(512) mma_peak_kernel(int iters, float* sink, C
 }
 
 // The mma.sync GEMM rungs' warp tile on its own (rungs 03/04, tile L: 128x256 CTA, 8 warps of
-// 64x64). kLdsm = false: the fragments are loaded once and every mma reads registers (the HMMA
-// issue of 2 warps per sub-core with 32 independent accumulators); true: each iteration is
-// stage_mma on one resident stage (what the rungs' k-loop does per stage, minus the cp.async copies,
-// the wait and the barrier).
+// 64x64). kMode 0: the fragments are loaded once and every mma reads registers (the HMMA issue of 2
+// warps per sub-core with 32 independent accumulators); 1: each iteration is stage_mma on one
+// resident stage (what the rungs' k-loop does per stage, minus the cp.async copies, the wait and the
+// barrier); 2: the same with the rungs' __syncthreads per stage.
 using CeilCfg = gemm_bf16_detail::CfgL;
-template <bool kLdsm>
+template <int kMode>
 __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     mma_tile_ceiling_kernel(int iters, float* sink, ClockProbe* probe) {
   extern __shared__ __align__(128) char stage[];  // one stage: A [128][64] + W [256][64] bf16
@@ -102,9 +104,11 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
   float acc[CeilCfg::MI][CeilCfg::NI][4];
   gemm_bf16_detail::zero_acc<CeilCfg>(acc);
   uint32_t a[2][CeilCfg::MI][4], b[2][CeilCfg::NI][2];
-  if constexpr (kLdsm) {
-    for (int it = 0; it < iters; ++it)
+  if constexpr (kMode >= 1) {
+    for (int it = 0; it < iters; ++it) {
+      if (kMode == 2) __syncthreads();
       gemm_bf16_detail::stage_mma<CeilCfg>(stage, warp_m, warp_n, lane, a, b, acc);
+    }
   } else {
     gemm_bf16_detail::load_frags<CeilCfg>(stage, 0, warp_m, warp_n, lane, a[0], b[0]);
     gemm_bf16_detail::load_frags<CeilCfg>(stage, 1, warp_m, warp_n, lane, a[1], b[1]);
@@ -129,6 +133,51 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
   if (s == 1234.5f) *sink = s;
   __syncthreads();
   probe_end(probe);
+}
+
+// The rungs' whole k-loop (gemm_bf16_detail::mainloop: 4-stage cp.async ring, wait, barrier, copies,
+// stage_mma) for one 128x256 tile per CTA, every CTA reading the same A [128 x K] and W [256 x K],
+// so after the first touch every copy hits L2: the pipeline's cost without DRAM.
+// kMode 1 (probe only, results meaningless): per stage, the copies of the next k-step go into a
+// second slot that is never read, with the rungs' wait, while stage_mma reads slot 0: the copies'
+// cost without the barrier.
+template <int kMode>
+__global__ void __launch_bounds__(CeilCfg::THREADS, 1)
+    mma_pipe_probe_kernel(const __nv_bfloat16* A, const __nv_bfloat16* W, int K, float* sink) {
+  extern __shared__ __align__(128) char ring[];
+  float acc[CeilCfg::MI][CeilCfg::NI][4];
+  gemm_bf16_detail::zero_acc<CeilCfg>(acc);
+  if constexpr (kMode == 0) {
+    gemm_bf16_detail::mainloop<CeilCfg>(ring, A, W, CeilCfg::BM, CeilCfg::BN, K, 0, 0, 0,
+                                        K / CeilCfg::BK, acc);
+  } else {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warp_m = warp % CeilCfg::WARPS_M, warp_n = warp / CeilCfg::WARPS_M;
+    uint32_t a[2][CeilCfg::MI][4], b[2][CeilCfg::NI][2];
+    gemm_bf16_detail::load_stage<CeilCfg>(ring, A, W, CeilCfg::BM, CeilCfg::BN, K, 0, 0, 0, threadIdx.x);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    // kMode 2: every CTA copies its own 4 k-steps (blockIdx.x * 4 + it % 4; K = 256 x CTAs), so
+    // no two SMs read the same L2 lines.
+    const int iters = kMode == 2 ? 512 : K / CeilCfg::BK;
+    for (int kt = 1; kt < iters; ++kt) {
+      const int src_kt = kMode == 2 ? blockIdx.x * 4 + (kt & 3) : kt;
+      gemm_bf16_detail::load_stage<CeilCfg>(ring + CeilCfg::STAGE_BYTES, A, W, CeilCfg::BM, CeilCfg::BN,
+                                            K, 0, 0, src_kt, threadIdx.x);
+      cp_async_commit();
+      cp_async_wait<CeilCfg::STAGES - 2>();
+      gemm_bf16_detail::stage_mma<CeilCfg>(ring, warp_m, warp_n, lane, a, b, acc);
+    }
+    cp_async_wait<0>();
+  }
+  float s = 0;
+#pragma unroll
+  for (int mi = 0; mi < CeilCfg::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < CeilCfg::NI; ++ni)
+      s += (acc[mi][ni][0] + acc[mi][ni][1]) + (acc[mi][ni][2] + acc[mi][ni][3]);
+  if (s == 1234.5f) *sink = s;
 }
 
 constexpr int kFmaChains = 8;
@@ -230,7 +279,8 @@ int main(int argc, char** argv) {
   return guarded_main([&] {
     Options o = parse_cli(argc, argv, "bench_peak", "ignored (the peaks have fixed shapes)");
     if (o.list) {
-      std::printf("bench_peak: mma_sync_bf16, mma_sync_64x64_regs, mma_sync_64x64_ldsm, wgmma_bf16 (sm_90a), "
+      std::printf("bench_peak: mma_sync_bf16, mma_sync_64x64_regs, mma_sync_64x64_ldsm, mma_sync_64x64_ldsm_bar, "
+                  "mma_sync_64x64_pipe_l2, wgmma_bf16 (sm_90a), "
                   "fp32_fma, fp32_ffma_16x8_lds, copy_memcpy, copy_kernel\n");
       return 0;
     }
@@ -269,14 +319,37 @@ int main(int argc, char** argv) {
       static_assert(C::STAGE_BYTES <= 48 * 1024, "one stage fits the default dynamic smem limit");
       const int blocks = d.sms, iters = 2048;
       const double flops = 2.0 * C::BM * C::BN * C::BK * iters * blocks;
-      KL_CHECK(cudaFuncSetAttribute(mma_tile_ceiling_kernel<false>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
-      KL_CHECK(cudaFuncSetAttribute(mma_tile_ceiling_kernel<true>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
-      compute_row("mma_sync_64x64_regs", "bf16", blocks, C::THREADS, iters, flops,
-                  mma_tile_ceiling_kernel<false>, C::STAGE_BYTES);
-      compute_row("mma_sync_64x64_ldsm", "bf16", blocks, C::THREADS, iters, flops,
-                  mma_tile_ceiling_kernel<true>, C::STAGE_BYTES);
+      const char* names[3] = {"mma_sync_64x64_regs", "mma_sync_64x64_ldsm", "mma_sync_64x64_ldsm_bar"};
+      auto row = [&](auto kernel, const char* name) {
+        KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
+        compute_row(name, "bf16", blocks, C::THREADS, iters, flops, kernel, C::STAGE_BYTES);
+      };
+      row(mma_tile_ceiling_kernel<0>, names[0]);
+      row(mma_tile_ceiling_kernel<1>, names[1]);
+      row(mma_tile_ceiling_kernel<2>, names[2]);
+      // The whole k-loop with L2-resident operands: A 8 MB + W 16 MB at K = 32768.
+      // (The distinct-lines probe needs 4 k-steps per CTA: Kbuf >= 256 x CTAs; 26 MB at 132.)
+      const int K = C::BK * 512, Kbuf = std::max(K, 4 * C::BK * blocks);
+      DeviceBuffer a(static_cast<size_t>(C::BM) * Kbuf * 2), w(static_cast<size_t>(C::BN) * Kbuf * 2);
+      fill_uniform(a.ptr, static_cast<size_t>(C::BM) * Kbuf, DType::bf16, run_seed(o), -1.f, 1.f, s);
+      fill_uniform(w.ptr, static_cast<size_t>(C::BN) * Kbuf, DType::bf16, run_seed(o) + 1, -1.f, 1.f, s);
+      auto pipe_row = [&](auto kernel, const char* name, int K = C::BK * 512) {
+        KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+        Row r = peak_row(name, "kl", "bf16", Shape{{{"blocks", blocks}, {"threads", C::THREADS}, {"K", K}}});
+        r.t = time_launches([&](int) {
+          kernel<<<blocks, C::THREADS, C::SMEM, s>>>(a.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), K,
+                                                     sink.as<float>());
+          KL_CHECK_LAUNCH();
+        }, po, s);
+        r.flops = 2.0 * C::BM * C::BN * (C::BK * 512.0) * blocks;  // 512 k-steps per CTA in every mode
+        r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
+        rep.emit(r);
+      };
+      pipe_row(mma_pipe_probe_kernel<0>, "mma_sync_64x64_pipe_l2");
+      if (std::getenv("KL_PEAK_PROBES")) {
+        pipe_row(mma_pipe_probe_kernel<1>, "probe_mma_copies_no_barrier");
+        pipe_row(mma_pipe_probe_kernel<2>, "probe_mma_copies_no_barrier_distinct", Kbuf);
+      }
     }
     {
       std::string why = require_sm90a(d);

@@ -142,6 +142,25 @@ TEST(GemmBf16, EveryPart1RungMatchesCpu) {
   }
 }
 
+// Rungs 03 and 04 on shapes where they run the 128x256 tile (one CTA per SM), whose interior
+// tiles copy through InteriorCopies (mma_sync_tile.cuh): K = 1000 ends in a partial k-step (its
+// chunks past K zero-filled), and 2200 x 2104 mixes interior tiles with edge tiles (load_stage).
+TEST(GemmBf16, Part1InteriorCopiesPartialK) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  for (const Shape3& sh : std::vector<Shape3>{{2048, 2048, 1000}, {2200, 2104, 1000}, {4096, 4096, 136}}) {
+    Problem p(sh, 5);
+    for (int r = 3; r <= 4; ++r) {
+      const auto& rung = table()[r];
+      ASSERT_EQ(rung.supports(p.args(), d), "") << rung.name << " " << str(sh);
+      p.poison();
+      ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << rung.name << " " << str(sh);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << rung.name << " " << str(sh);
+      EXPECT_EQ(p.check(4000), "") << rung.name << " on " << str(sh);
+    }
+  }
+}
+
 // Shapes where Stream-K splits tiles (fixup chains of several CTAs) and mixes in whole tiles.
 const std::vector<Shape3> kSplitShapes = {
     {16, 4096, 4096}, {64, 4096, 1024}, {512, 512, 4096}, {2048, 2048, 512}, {1000, 1016, 1024},

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "common/check.h"
+#include "common/cp_async4.cuh"
 #include "common/gemm_tile.cuh"
 #include "common/mma.cuh"
 #include "gemm_bf16/gemm_bf16.h"
@@ -90,6 +91,57 @@ __device__ __forceinline__ void load_stage(char* stage, const bf16* __restrict__
     cp_async_16(sB + swz128_offset(r, c), src, p);
   }
 }
+
+// The copies of an interior tile (m0 + BM <= M, n0 + BN <= N): every row of both operands exists,
+// so no row predicates and no fallback pointers. Thread t copies chunk c = t % 8 of rows
+// t / 8 + i * RP (RP = THREADS / 8 rows per pass; i < A_CHUNKS for A, < B_CHUNKS for W): the rows
+// of one thread are RP apart, so the source of chunk i is one base + i * RP * K, and since RP is a
+// multiple of 8 every one of its rows has the same swizzle: destination i is one base + i * RP *
+// 128 bytes. Per k-step a copy is then an address add and the LDGSTS (load_stage spends ~15
+// instructions per copy on row tests, fallback pointers and 64-bit products: ~180 of the ~380
+// instructions of a 128x256 k-step, 128 of which are the mma).
+template <class Cfg>
+struct InteriorCopies {
+  static constexpr int RP = Cfg::THREADS / 8;
+  static_assert(RP % 8 == 0, "a thread's rows share one swizzle");
+  const bf16* a;   // A row m0 + t/8, chunk c, k-step 0
+  const bf16* w;   // W row n0 + t/8, same
+  uint32_t step;   // elements between a thread's consecutive rows, RP * K (the caller checks
+                   // that BN * K < 2^31, so i * step never wraps)
+  uint32_t dst;    // swz128_offset(t / 8, c): the same inside the A part and the W part of a stage
+  int kc;          // c * 8: this thread's k offset inside a k-step
+  __device__ __forceinline__ InteriorCopies(const bf16* A, const bf16* W, int K, int m0, int n0,
+                                            int tid) {
+    const int r = tid >> 3, c = tid & 7;
+    kc = c * 8;
+    a = A + static_cast<size_t>(m0 + r) * K + kc;
+    w = W + static_cast<size_t>(n0 + r) * K + kc;
+    step = static_cast<uint32_t>(RP) * static_cast<uint32_t>(K);
+    dst = swz128_offset(r, c);
+  }
+  // k-step kt into `stage` (32-bit shared address). K % 8 == 0, so a chunk is in or out whole:
+  // chunks past K (only in a partial last k-step) are zero-filled.
+  __device__ __forceinline__ void issue(uint32_t stage, int kt, int K) const {
+    const int k0 = kt * Cfg::BK;
+    const bf16* as = a + k0;
+    const bf16* ws = w + k0;
+    if (k0 + Cfg::BK <= K) {  // warp-uniform: every chunk of the k-step exists
+#pragma unroll
+      for (int i = 0; i < Cfg::A_CHUNKS; ++i) cp_async_16_u32(stage + dst + i * RP * 128, as + i * step);
+#pragma unroll
+      for (int i = 0; i < Cfg::B_CHUNKS; ++i)
+        cp_async_16_u32(stage + Cfg::A_BYTES + dst + i * RP * 128, ws + i * step);
+    } else {
+      const bool in = k0 + kc < K;
+#pragma unroll
+      for (int i = 0; i < Cfg::A_CHUNKS; ++i)
+        cp_async_16_u32(stage + dst + i * RP * 128, in ? as + i * step : a, in);
+#pragma unroll
+      for (int i = 0; i < Cfg::B_CHUNKS; ++i)
+        cp_async_16_u32(stage + Cfg::A_BYTES + dst + i * RP * 128, in ? ws + i * step : w, in);
+    }
+  }
+};
 
 // Fragments of one 16-wide k slice `kk` (0..3) of a stage for this warp.
 template <class Cfg>
@@ -205,14 +257,26 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
       slice(std::integral_constant<int, 3>{});
     }
   } else {
+  // Interior tiles (almost all of a large GEMM) copy through InteriorCopies; edge tiles keep
+  // load_stage's per-row tests and zero fill. Only the one-CTA-per-SM tiles: the 2-3 CTA/SM tiles
+  // run at <= 128 registers, where the plan's registers spill (CfgM: 128 bytes).
+  constexpr bool kLean = Cfg::MIN_BLOCKS == 1;
+  const bool interior = kLean && m0 + Cfg::BM <= M && n0 + Cfg::BN <= N &&
+                        static_cast<long long>(Cfg::BN) * K < (1LL << 31);
+  const InteriorCopies<Cfg> ic(A, W, K, interior ? m0 : 0, interior ? n0 : 0, tid);
+  const uint32_t smem0 = smem_u32(smem);
   for (int i = 0; i < nk; ++i) {
     cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of k-step i are done
     __syncthreads();  // ... and everyone's; also: everyone finished reading step i-1's slot
     // Refill the slot that k-step i-1 used (free since the barrier) with k-step i+STAGES-1.
     const int nxt = i + Cfg::STAGES - 1;
-    if (nxt < nk)
-      load_stage<Cfg>(smem + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, A, W, M, N, K, m0, n0,
-                      kt0 + nxt, tid);
+    if (nxt < nk) {
+      if (kLean && interior)
+        ic.issue(smem0 + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, kt0 + nxt, K);
+      else
+        load_stage<Cfg>(smem + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, A, W, M, N, K, m0, n0,
+                        kt0 + nxt, tid);
+    }
     cp_async_commit();
     stage_mma<Cfg>(smem + (i % Cfg::STAGES) * Cfg::STAGE_BYTES, warp_m, warp_n, lane, a, b, acc);
   }
