@@ -138,9 +138,9 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
 // The rungs' whole k-loop (gemm_bf16_detail::mainloop: 4-stage cp.async ring, wait, barrier, copies,
 // stage_mma) for one 128x256 tile per CTA, every CTA reading the same A [128 x K] and W [256 x K],
 // so after the first touch every copy hits L2: the pipeline's cost without DRAM.
-// kMode 1 (probe only, results meaningless): per stage, the copies of the next k-step go into a
-// second slot that is never read, with the rungs' wait, while stage_mma reads slot 0: the copies'
-// cost without the barrier.
+// kMode 1 (probe only, results meaningless): per stage, the copies of the next k-step (the rungs'
+// interior-tile copies, InteriorCopies) go into a second slot that is never read, with the rungs'
+// wait, while stage_mma reads slot 0: the copies' cost without the barrier.
 template <int kMode>
 __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     mma_pipe_probe_kernel(const __nv_bfloat16* A, const __nv_bfloat16* W, int K, float* sink) {
@@ -154,7 +154,9 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int warp_m = warp % CeilCfg::WARPS_M, warp_n = warp / CeilCfg::WARPS_M;
     uint32_t a[2][CeilCfg::MI][4], b[2][CeilCfg::NI][2];
-    gemm_bf16_detail::load_stage<CeilCfg>(ring, A, W, CeilCfg::BM, CeilCfg::BN, K, 0, 0, 0, threadIdx.x);
+    const gemm_bf16_detail::InteriorCopies<CeilCfg> ic(A, W, K, 0, 0, threadIdx.x);
+    const uint32_t ring0 = smem_u32(ring);
+    ic.issue(ring0, 0, K);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
@@ -163,8 +165,7 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     const int iters = kMode == 2 ? 512 : K / CeilCfg::BK;
     for (int kt = 1; kt < iters; ++kt) {
       const int src_kt = kMode == 2 ? blockIdx.x * 4 + (kt & 3) : kt;
-      gemm_bf16_detail::load_stage<CeilCfg>(ring + CeilCfg::STAGE_BYTES, A, W, CeilCfg::BM, CeilCfg::BN,
-                                            K, 0, 0, src_kt, threadIdx.x);
+      ic.issue(ring0 + CeilCfg::STAGE_BYTES, src_kt, K);
       cp_async_commit();
       cp_async_wait<CeilCfg::STAGES - 2>();
       gemm_bf16_detail::stage_mma<CeilCfg>(ring, warp_m, warp_n, lane, a, b, acc);
