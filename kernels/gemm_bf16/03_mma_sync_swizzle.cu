@@ -29,6 +29,14 @@
 // stream of one warp; per 64-wide k-step an SM moves 128 KB through ldmatrix and 48 KB through
 // cp.async, 74% of shared-memory bandwidth at 549 TFLOP/s: mma.sync on Hopper is issue- and
 // shared-memory-bound well before its 646 peak (the wgmma rungs read B once per warpgroup).
+// Session 18 corrected that last sentence by measuring the parts (bench_peak's mma_sync_64x64_*
+// rows, docs/gemm_bf16.md "Session 18"): this warp tile's stage loop alone runs at 614 TFLOP/s
+// (95% of the peak), 560 with the barrier per stage, 434 as the whole cp.async k-loop with L2 hits;
+// ~200 of a k-step's 381 instructions were the copies' row tests and 64-bit products. Interior
+// tiles now copy through InteriorCopies (mma_sync_tile.cuh): same-call A/B, 8192^3 387.8 -> 414.8,
+// 4096^3 378.9 -> 393.2, 4096x11008x4096 377.8 -> 392.9, 4096x4096x11008 401.1 -> 419.9
+// (results/h200/dev/mma_lean/). Copies with no barrier at all reach 462-501: a cp.async-fed
+// mma.sync loop does not reach 85% of the peak on the H200.
 #include <cmath>
 #include <string>
 

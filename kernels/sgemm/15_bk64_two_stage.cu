@@ -18,6 +18,9 @@
 // The default bench of d7dc698 (results/h200/dev/final-14647d0/sgemm.jsonl): 48.0 / 49.3 / 48.2 / 48.2 TFLOP/s.
 // Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/sgemm.jsonl, 1980 MHz): 47.5 / 49.1 / 48.1 / 47.6 TFLOP/s against
 // cuBLAS 51.4 / 51.3 / 50.2 / 50.9 (0.92 / 0.96 / 0.96 / 0.94x); docs/sgemm.md has the stall analysis.
+// Session 18: this kernel with its copies, waits and barriers compiled out (bench_peak's
+// fp32_ffma_16x8_lds) runs at 48.3-48.6 TFLOP/s, no faster than the rung (48.0 / 49.1 / 48.2 / 48.2
+// in the same clone, results/h200/dev/ceilings/): what separates it from cuBLAS is the FFMA loop.
 // Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B and C (rung 08 takes the rest).
 #include "ak.cuh"
 
