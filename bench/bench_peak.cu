@@ -90,6 +90,16 @@ __global__ void __launch_bounds__(512) mma_peak_kernel(int iters, float* sink, C
 // resident stage (what the rungs' k-loop does per stage, minus the cp.async copies, the wait and the
 // barrier); 2: the same with the rungs' __syncthreads per stage.
 using CeilCfg = gemm_bf16_detail::CfgL;
+// Every accumulator feeds a sum the compiler cannot drop, or the mma that write them are dead code.
+__device__ __forceinline__ void keep_acc(const float (&acc)[CeilCfg::MI][CeilCfg::NI][4], float* sink) {
+  float s = 0;
+#pragma unroll
+  for (int mi = 0; mi < CeilCfg::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < CeilCfg::NI; ++ni)
+      s += (acc[mi][ni][0] + acc[mi][ni][1]) + (acc[mi][ni][2] + acc[mi][ni][3]);
+  if (s == 1234.5f) *sink = s;  // practically never true
+}
 template <int kMode>
 __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     mma_tile_ceiling_kernel(int iters, float* sink, ClockProbe* probe) {
@@ -115,22 +125,10 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
       for (int kk = 0; kk < CeilCfg::BK / 16; ++kk)
-#pragma unroll
-        for (int mi = 0; mi < CeilCfg::MI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < CeilCfg::NI; ++ni) {
-            const int nn = (mi & 1) ? (CeilCfg::NI - 1 - ni) : ni;
-            mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
-          }
+        gemm_bf16_detail::slice_mma<CeilCfg>(a[kk & 1], b[kk & 1], acc);
     }
   }
-  float s = 0;
-#pragma unroll
-  for (int mi = 0; mi < CeilCfg::MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < CeilCfg::NI; ++ni)
-      s += (acc[mi][ni][0] + acc[mi][ni][1]) + (acc[mi][ni][2] + acc[mi][ni][3]);
-  if (s == 1234.5f) *sink = s;
+  keep_acc(acc, sink);
   __syncthreads();
   probe_end(probe);
 }
@@ -172,13 +170,7 @@ __global__ void __launch_bounds__(CeilCfg::THREADS, 1)
     }
     cp_async_wait<0>();
   }
-  float s = 0;
-#pragma unroll
-  for (int mi = 0; mi < CeilCfg::MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < CeilCfg::NI; ++ni)
-      s += (acc[mi][ni][0] + acc[mi][ni][1]) + (acc[mi][ni][2] + acc[mi][ni][3]);
-  if (s == 1234.5f) *sink = s;
+  keep_acc(acc, sink);
 }
 
 constexpr int kFmaChains = 8;

@@ -170,6 +170,20 @@ __device__ __forceinline__ void load_frags(const char* stage, int kk, int warp_m
   }
 }
 
+// The 32 (MI x NI) mma of one 16-wide k slice for this warp, serpentine over ni so consecutive
+// mmas share an operand register set.
+template <class Cfg>
+__device__ __forceinline__ void slice_mma(const uint32_t (&a)[Cfg::MI][4], const uint32_t (&b)[Cfg::NI][2],
+                                          float (&acc)[Cfg::MI][Cfg::NI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < Cfg::NI; ++ni) {
+      const int nn = (mi & 1) ? (Cfg::NI - 1 - ni) : ni;
+      mma_bf16_16816(acc[mi][nn], a[mi], b[nn]);
+    }
+}
+
 // The tensor-core work of one landed stage for this warp: the four 16-wide k slices, fragments of
 // slice kk+1 loaded (ldmatrix) while slice kk's mma run (registers double-buffered). Also the
 // inner loop of bench_peak's mma_sync_64x64_ldsm ceiling, which runs it on a resident stage with no
@@ -183,14 +197,7 @@ __device__ __forceinline__ void stage_mma(const char* st, int warp_m, int warp_n
   for (int kk = 0; kk < Cfg::BK / 16; ++kk) {
     if (kk + 1 < Cfg::BK / 16)
       load_frags<Cfg>(st, kk + 1, warp_m, warp_n, lane, a[(kk + 1) & 1], b[(kk + 1) & 1]);
-#pragma unroll
-    for (int mi = 0; mi < Cfg::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < Cfg::NI; ++ni) {
-        // Serpentine over ni so consecutive mmas share an operand register set.
-        const int nn = (mi & 1) ? (Cfg::NI - 1 - ni) : ni;
-        mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
-      }
+    slice_mma<Cfg>(a[kk & 1], b[kk & 1], acc);
   }
 }
 
@@ -243,13 +250,7 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
             load_frags<Cfg>(smem + ((i + 1) % Cfg::STAGES) * Cfg::STAGE_BYTES, 0, warp_m, warp_n,
                             lane, a[0], b[0]);
         }
-#pragma unroll
-        for (int mi = 0; mi < Cfg::MI; ++mi)
-#pragma unroll
-          for (int ni = 0; ni < Cfg::NI; ++ni) {
-            const int nn = (mi & 1) ? (Cfg::NI - 1 - ni) : ni;
-            mma_bf16_16816(acc[mi][nn], a[kk & 1][mi], b[kk & 1][nn]);
-          }
+        slice_mma<Cfg>(a[kk & 1], b[kk & 1], acc);
       };
       slice(std::integral_constant<int, 0>{});
       slice(std::integral_constant<int, 1>{});
