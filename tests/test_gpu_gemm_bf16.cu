@@ -142,21 +142,25 @@ TEST(GemmBf16, EveryPart1RungMatchesCpu) {
   }
 }
 
-// Rungs 03 and 04 on shapes where they run the 128x256 tile (one CTA per SM), whose interior
-// tiles copy through InteriorCopies (mma_sync_tile.cuh): K = 1000 ends in a partial k-step (its
-// chunks past K zero-filled), and 2200 x 2104 mixes interior tiles with edge tiles (load_stage).
+// The 128x256 tile (Tile::L: one CTA per SM, so its interior tiles copy through InteriorCopies,
+// mma_sync_tile.cuh) forced for rung 03 and for rung 04 with Stream-K off and on, where the last
+// k-step is partial: K = 1000 (16 k-steps, the last 40 deep) and K = 200 (the 4th k-step, the
+// first one issued inside the loop, 8 deep); 2200 x 2104 and 1000 x 1016 mix interior and edge tiles.
 TEST(GemmBf16, Part1InteriorCopiesPartialK) {
   KL_REQUIRE_GPU();
-  const DeviceInfo& d = device_info();
-  for (const Shape3& sh : std::vector<Shape3>{{2048, 2048, 1000}, {2200, 2104, 1000}, {4096, 4096, 136}}) {
+  using gemm_bf16_detail::Tile;
+  for (const Shape3& sh : std::vector<Shape3>{{2048, 2048, 1000}, {2200, 2104, 1000}, {1000, 1016, 200}}) {
     Problem p(sh, 5);
-    for (int r = 3; r <= 4; ++r) {
-      const auto& rung = table()[r];
-      ASSERT_EQ(rung.supports(p.args(), d), "") << rung.name << " " << str(sh);
+    p.poison();
+    ASSERT_NO_THROW(gemm_bf16_detail::rung03_launch_tile(Tile::L, p.args(), nullptr)) << str(sh);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 03 " << str(sh);
+    EXPECT_EQ(p.check(4000), "") << "rung 03, tile L on " << str(sh);
+    for (int sk : {-1, +1}) {
+      ASSERT_EQ(gemm_bf16_detail::rung04_supports_tile(Tile::L, sk, p.args(), device_info()), "") << str(sh);
       p.poison();
-      ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << rung.name << " " << str(sh);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << rung.name << " " << str(sh);
-      EXPECT_EQ(p.check(4000), "") << rung.name << " on " << str(sh);
+      ASSERT_NO_THROW(gemm_bf16_detail::rung04_launch_tile(Tile::L, sk, p.args(), nullptr)) << str(sh);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 04 sk=" << sk << " " << str(sh);
+      EXPECT_EQ(p.check(4000), "") << "rung 04 (sk " << sk << "), tile L on " << str(sh);
     }
   }
 }

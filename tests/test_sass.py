@@ -10,7 +10,8 @@ instructions per kernel (names demangled with c++filt) and checks:
     attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
-  - sgemm rung 15's kernel (sgemm_ak_kernel<64, 2, 8, 256, false>) does not spill (docs/sgemm.md says so);
+  - sgemm rung 15's kernel (sgemm_ak_kernel<64, 2, 8, 256, false>) and the 128x256 tile of gemm_bf16 rungs
+    03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
   - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
     instead of passing by matching nothing).
 Exits 77 (ctest: skipped) when cuobjdump or c++filt is missing or a binary has no sm_90a code (for
@@ -104,6 +105,9 @@ def main(build):
     rule(g, hopper_gemm, 12, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
     rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::k11<[12],", 2, "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[0-4][<(]", 10, "gemm_bf16 part 1", need=("HMMA",))
+    # The 128x256 tile of rungs 03/04 (255 registers, InteriorCopies' pointers among them): no spill.
+    rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[34]<kl::gemm_bf16_detail::MmaCfg<128, 256, 2, 4, 4, 1, false>",
+         2, "gemm_bf16 rungs 03/04, 128x256 tile", need=("HMMA",), forbid=("STL",))
 
     a = found["bench_attention"]
     rule(a, r"kl::hattn::fa_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))

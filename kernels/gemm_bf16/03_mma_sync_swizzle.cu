@@ -32,7 +32,7 @@
 // Session 18 corrected that last sentence by measuring the parts (bench_peak's mma_sync_64x64_*
 // rows, docs/gemm_bf16.md "Session 18"): this warp tile's stage loop alone runs at 614 TFLOP/s
 // (95% of the peak), 560 with the barrier per stage, 434 as the whole cp.async k-loop with L2 hits;
-// ~200 of a k-step's 381 instructions were the copies' row tests and 64-bit products. Interior
+// ~200 of a k-step's 382 instructions were the copies' row tests and 64-bit products (240 now). Interior
 // tiles now copy through InteriorCopies (mma_sync_tile.cuh): same-call A/B, 8192^3 387.8 -> 414.8,
 // 4096^3 378.9 -> 393.2, 4096x11008x4096 377.8 -> 392.9, 4096x4096x11008 401.1 -> 419.9
 // (results/h200/dev/mma_lean/). Copies with no barrier at all reach 462-501: a cp.async-fed

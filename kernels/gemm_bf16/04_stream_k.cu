@@ -43,7 +43,7 @@
 // 1024^3 -22% (64x128 tile) — the plan keeps those data-parallel (kSkMaxK, 128x256 only).
 // Decode (round 1, same decode plan): 16.9-20.9 us at N = K = 4096, M = 1..64.
 // Session 18: the shared k-loop's interior tiles copy through InteriorCopies (rung 03's header);
-// same-call A/B (results/h200/dev/mma_lean/): 8192^3 386.9 -> 421.7 TFLOP/s (66% of the mma.sync
+// same-call A/B (results/h200/dev/mma_lean/): 8192^3 386.9 -> 421.7 TFLOP/s (65% of the 645 mma.sync
 // peak), 4096x11008x4096 395.5 -> 403.7, 4096x4096x11008 409.9 -> 416.7, 4096^3 384.7 -> 389.4.
 #include <algorithm>
 #include <cmath>

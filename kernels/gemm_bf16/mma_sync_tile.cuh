@@ -98,7 +98,7 @@ __device__ __forceinline__ void load_stage(char* stage, const bf16* __restrict__
 // of one thread are RP apart, so the source of chunk i is one base + i * RP * K, and since RP is a
 // multiple of 8 every one of its rows has the same swizzle: destination i is one base + i * RP *
 // 128 bytes. Per k-step a copy is then an address add and the LDGSTS (load_stage spends ~15
-// instructions per copy on row tests, fallback pointers and 64-bit products: ~180 of the ~380
+// instructions per copy on row tests, fallback pointers and 64-bit products: ~200 of the 382
 // instructions of a 128x256 k-step, 128 of which are the mma).
 template <class Cfg>
 struct InteriorCopies {
@@ -107,7 +107,7 @@ struct InteriorCopies {
   const bf16* a;   // A row m0 + t/8, chunk c, k-step 0
   const bf16* w;   // W row n0 + t/8, same
   uint32_t step;   // elements between a thread's consecutive rows, RP * K (the caller checks
-                   // that BN * K < 2^31, so i * step never wraps)
+                   // that max(BM, BN) * K < 2^31, so i * step never wraps)
   uint32_t dst;    // swz128_offset(t / 8, c): the same inside the A part and the W part of a stage
   int kc;          // c * 8: this thread's k offset inside a k-step
   __device__ __forceinline__ InteriorCopies(const bf16* A, const bf16* W, int K, int m0, int n0,
@@ -259,11 +259,12 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
     }
   } else {
   // Interior tiles (almost all of a large GEMM) copy through InteriorCopies; edge tiles keep
-  // load_stage's per-row tests and zero fill. Only the one-CTA-per-SM tiles: the 2-3 CTA/SM tiles
-  // run at <= 128 registers, where the plan's registers spill (CfgM: 128 bytes).
-  constexpr bool kLean = Cfg::MIN_BLOCKS == 1;
+  // load_stage's per-row tests and zero fill. Only tiles with 8 warps per SM (255 registers a
+  // thread): the 2-3 CTA/SM and 16-warp tiles run at <= 128 registers, where the plan's registers
+  // spill (CfgM: 128 bytes).
+  constexpr bool kLean = Cfg::THREADS * Cfg::MIN_BLOCKS <= 256;
   const bool interior = kLean && m0 + Cfg::BM <= M && n0 + Cfg::BN <= N &&
-                        static_cast<long long>(Cfg::BN) * K < (1LL << 31);
+                        static_cast<long long>(Cfg::BM > Cfg::BN ? Cfg::BM : Cfg::BN) * K < (1LL << 31);
   const InteriorCopies<Cfg> ic(A, W, K, interior ? m0 : 0, interior ? n0 : 0, tid);
   const uint32_t smem0 = smem_u32(smem);
   for (int i = 0; i < nk; ++i) {

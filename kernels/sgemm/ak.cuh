@@ -3,7 +3,7 @@
 // header says how it works. Template parameters: BK the k-tile depth, S the ring stages, KQU the
 // unroll of the loop over a tile's 4-deep k-steps (13: <16, 3, full>, 14: <32, 3, full>,
 // 15: <64, 2, 8>; experiment rows 90+ the other settings, 14_ak_bk32.cu), BM the tile height
-// (256; 128 in experiment rows 101-104, two blocks per SM: 3-6% slower than 15), kLoopOnly the
+// (256; 128 in experiment rows 101-104, two blocks per SM: 3-8% slower than 15), kLoopOnly the
 // form bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's loop alone: 48.3-48.6 TFLOP/s,
 // rung 15 whole 48.0-49.1, cuBLAS 50.0-51.2: the gap is inside the FFMA loop; docs/sgemm.md).
 #pragma once
@@ -24,6 +24,7 @@ static_assert(WM == 4 * TM && WN == 8 * TN, "warp tile");
 // warps, one block per SM: the rungs) or 128 (2 x 2 warps, two blocks per SM: experiment rows).
 template <int BK, int S = 3, int BM = 256>
 struct AkCfg {
+  static_assert(BM == 256 || BM == 128, "4 x 2 or 2 x 2 warps of 64x64");
   static constexpr int kThreads = (BM / WM) * kWarpsN * 32;   // 256 or 128
   static constexpr int kBlocksPerSm = 256 / kThreads;         // 8 warps per SM either way
   static constexpr int kQuads = BK / 4;                       // 16-byte quads per A row
@@ -108,19 +109,19 @@ __global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
   const int nk = (K + BK - 1) / BK;
-  if (kLoopOnly) {
+  if constexpr (kLoopOnly) {
     for (int i = t; i < kStageFloats; i += kThreads) smem[i] = 0.001f * (i % 13);
     __syncthreads();
   }
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (kLoopOnly) break;
+    if constexpr (kLoopOnly) break;
     if (s < nk) issue(s, s * BK);
     cp_async_commit();
   }
   int st = 0, st_issue = S - 1;
   for (int kt = 0; kt < nk; ++kt) {
-    if (!kLoopOnly) {
+    if constexpr (!kLoopOnly) {
       cp_async_wait<S - 2>();  // tile kt landed (this thread's copies) ...
       __syncthreads();         // ... everyone's, and every warp is done with tile kt-1's stage
       if (kt + S - 1 < nk) issue(st_issue, (kt + S - 1) * BK);
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::
           for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(av[k], rb[k][j], acc[i][j]);
       }
     }
-    if (kLoopOnly) continue;
+    if constexpr (kLoopOnly) continue;
     st = st + 1 == S ? 0 : st + 1;
     st_issue = st_issue + 1 == S ? 0 : st_issue + 1;
   }
