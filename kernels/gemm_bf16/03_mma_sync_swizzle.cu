@@ -35,8 +35,8 @@
 // ~200 of a k-step's 382 instructions were the copies' row tests and 64-bit products (240 now). Interior
 // tiles now copy through InteriorCopies (mma_sync_tile.cuh): same-call A/B, 8192^3 387.8 -> 414.8,
 // 4096^3 378.9 -> 393.2, 4096x11008x4096 377.8 -> 392.9, 4096x4096x11008 401.1 -> 419.9
-// (results/h200/dev/mma_lean/). Copies with no synchronization at all reach 462 (each SM its own
-// lines) to 501-544 (all SMs the same lines): a cp.async-fed mma.sync loop does not reach 85% of
+// (results/h200/dev/mma_lean/). Copies with no synchronization at all reach 462-483 (each SM its
+// own lines) to 501-544 (all SMs the same lines): a cp.async-fed mma.sync loop does not reach 85% of
 // the peak on the H200.
 #include <cmath>
 #include <string>
