@@ -303,6 +303,13 @@ int main(int argc, char** argv) {
       r.t.clock_mhz = mhz;
       rep.emit(r);
     };
+    // A row of kernels without the clock probe (clock_mhz is NVML's, also kept in notes).
+    auto timed_row = [&](Row r, double flops, auto launch) {
+      r.t = time_launches(launch, po, s);
+      r.flops = flops;
+      r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
+      rep.emit(r);
+    };
 
     {  // mma.sync: 16 warps per SM (4 per sub-core), 8 chains each.
       const int blocks = d.sms, threads = 512, iters = 4096;
@@ -314,44 +321,45 @@ int main(int argc, char** argv) {
       static_assert(C::STAGE_BYTES <= 48 * 1024, "one stage fits the default dynamic smem limit");
       const int blocks = d.sms, iters = 2048;
       const double flops = 2.0 * C::BM * C::BN * C::BK * iters * blocks;
-      const char* names[3] = {"mma_sync_64x64_regs", "mma_sync_64x64_ldsm", "mma_sync_64x64_ldsm_bar"};
       auto row = [&](auto kernel, const char* name) {
         KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::STAGE_BYTES));
         compute_row(name, "bf16", blocks, C::THREADS, iters, flops, kernel, C::STAGE_BYTES);
       };
-      row(mma_tile_ceiling_kernel<0>, names[0]);
-      row(mma_tile_ceiling_kernel<1>, names[1]);
-      row(mma_tile_ceiling_kernel<2>, names[2]);
+      row(mma_tile_ceiling_kernel<0>, "mma_sync_64x64_regs");
+      row(mma_tile_ceiling_kernel<1>, "mma_sync_64x64_ldsm");
+      row(mma_tile_ceiling_kernel<2>, "mma_sync_64x64_ldsm_bar");
       // The whole k-loop with L2-resident operands: A 8 MB + W 16 MB at K = 32768.
       // (The distinct-lines probe needs 4 k-steps per CTA: Kbuf >= 256 x CTAs; 26 MB at 132.)
       // The ring is 192 KB: cards with less shared memory per block (sm_120: 99 KB) skip these.
-      const std::string no_smem = C::SMEM > d.smem_optin
-          ? "needs " + std::to_string(C::SMEM) + " bytes of shared memory per block (the rungs' 4-stage ring)"
-          : "";
-      const int Kdef = C::BK * 512, Kbuf = std::max(Kdef, 4 * C::BK * blocks);
-      DeviceBuffer a(static_cast<size_t>(C::BM) * Kbuf * 2), w(static_cast<size_t>(C::BN) * Kbuf * 2);
-      fill_uniform(a.ptr, static_cast<size_t>(C::BM) * Kbuf, DType::bf16, run_seed(o), -1.f, 1.f, s);
-      fill_uniform(w.ptr, static_cast<size_t>(C::BN) * Kbuf, DType::bf16, run_seed(o) + 1, -1.f, 1.f, s);
-      auto pipe_row = [&](auto kernel, const char* name, int K) {
-        if (!no_smem.empty()) {
-          rep.skip(name, no_smem);
-          return;
+      const bool probes = std::getenv("KL_PEAK_PROBES") != nullptr;
+      if (C::SMEM > d.smem_optin) {
+        const std::string why =
+            "needs " + std::to_string(C::SMEM) + " bytes of shared memory per block (the rungs' 4-stage ring)";
+        rep.skip("mma_sync_64x64_pipe_l2", why);
+        if (probes) {
+          rep.skip("probe_mma_copies_no_barrier", why);
+          rep.skip("probe_mma_copies_no_barrier_distinct", why);
         }
-        KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-        Row r = peak_row(name, "kl", "bf16", Shape{{{"blocks", blocks}, {"threads", C::THREADS}, {"K", K}}});
-        r.t = time_launches([&](int) {
-          kernel<<<blocks, C::THREADS, C::SMEM, s>>>(a.as<__nv_bfloat16>(), w.as<__nv_bfloat16>(), K,
-                                                     sink.as<float>());
-          KL_CHECK_LAUNCH();
-        }, po, s);
-        r.flops = 2.0 * C::BM * C::BN * (C::BK * 512.0) * blocks;  // 512 k-steps per CTA in every mode
-        r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
-        rep.emit(r);
-      };
-      pipe_row(mma_pipe_probe_kernel<0>, "mma_sync_64x64_pipe_l2", Kdef);
-      if (std::getenv("KL_PEAK_PROBES")) {
-        pipe_row(mma_pipe_probe_kernel<1>, "probe_mma_copies_no_barrier", Kdef);
-        pipe_row(mma_pipe_probe_kernel<2>, "probe_mma_copies_no_barrier_distinct", Kbuf);
+      } else {
+        const int Kdef = C::BK * 512, Kbuf = std::max(Kdef, 4 * C::BK * blocks);
+        DeviceBuffer a(static_cast<size_t>(C::BM) * Kbuf * 2), w(static_cast<size_t>(C::BN) * Kbuf * 2);
+        fill_uniform(a.ptr, static_cast<size_t>(C::BM) * Kbuf, DType::bf16, run_seed(o), -1.f, 1.f, s);
+        fill_uniform(w.ptr, static_cast<size_t>(C::BN) * Kbuf, DType::bf16, run_seed(o) + 1, -1.f, 1.f, s);
+        auto pipe_row = [&](auto kernel, const char* name, int K) {
+          KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+          // 512 k-steps per CTA in every mode
+          timed_row(peak_row(name, "kl", "bf16", Shape{{{"blocks", blocks}, {"threads", C::THREADS}, {"K", K}}}),
+                    2.0 * C::BM * C::BN * (C::BK * 512.0) * blocks, [&](int) {
+                      kernel<<<blocks, C::THREADS, C::SMEM, s>>>(a.as<__nv_bfloat16>(),
+                                                                 w.as<__nv_bfloat16>(), K, sink.as<float>());
+                      KL_CHECK_LAUNCH();
+                    });
+        };
+        pipe_row(mma_pipe_probe_kernel<0>, "mma_sync_64x64_pipe_l2", Kdef);
+        if (probes) {
+          pipe_row(mma_pipe_probe_kernel<1>, "probe_mma_copies_no_barrier", Kdef);
+          pipe_row(mma_pipe_probe_kernel<2>, "probe_mma_copies_no_barrier_distinct", Kbuf);
+        }
       }
     }
     {
@@ -382,19 +390,15 @@ int main(int argc, char** argv) {
       } else {
         KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         DeviceBuffer c(static_cast<size_t>(M) * N * 4);
-        auto launch = [&](int) {
-          // A and B are never dereferenced in this form (no copies; only addresses are formed from
-          // them); C gets the sums.
-          kernel<<<d.sms, ak::AkCfg<BK, S>::kThreads, smem, s>>>(c.as<float>(), c.as<float>(),
-                                                                  c.as<float>(), M, N, K);
-          KL_CHECK_LAUNCH();
-        };
-        Row r = peak_row("fp32_ffma_16x8_lds", "kl", "f32",
-                         Shape{{{"blocks", d.sms}, {"threads", ak::AkCfg<BK, S>::kThreads}, {"iters", iters}}});
-        r.t = time_launches(launch, po, s);
-        r.flops = 2.0 * M * N * static_cast<double>(K);
-        r.notes["nvml_sm_mhz"] = std::isfinite(r.t.clock_mhz) ? std::to_string(r.t.clock_mhz) : "n/a";
-        rep.emit(r);
+        timed_row(peak_row("fp32_ffma_16x8_lds", "kl", "f32",
+                           Shape{{{"blocks", d.sms}, {"threads", ak::AkCfg<BK, S>::kThreads}, {"iters", iters}}}),
+                  2.0 * M * N * static_cast<double>(K), [&](int) {
+                    // A and B are never dereferenced in this form (no copies; only addresses are
+                    // formed from them); C gets the sums.
+                    kernel<<<d.sms, ak::AkCfg<BK, S>::kThreads, smem, s>>>(c.as<float>(), c.as<float>(),
+                                                                            c.as<float>(), M, N, K);
+                    KL_CHECK_LAUNCH();
+                  });
       }
     }
     {  // Copies: 1 GiB each way, far past the L2.

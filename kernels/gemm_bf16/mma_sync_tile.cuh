@@ -273,7 +273,7 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
     // Refill the slot that k-step i-1 used (free since the barrier) with k-step i+STAGES-1.
     const int nxt = i + Cfg::STAGES - 1;
     if (nxt < nk) {
-      if (kLean && interior)
+      if (interior)  // false at compile time when !kLean
         ic.issue(smem0 + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, kt0 + nxt, K);
       else
         load_stage<Cfg>(smem + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES, A, W, M, N, K, m0, n0,
