@@ -364,6 +364,32 @@ TEST(GemmBf16Hopper, Deterministic) {
   }
 }
 
+// Rung 12 stages each CTA's last tile in the idle load ring and stores it in one pass; the other
+// tiles (and launch_12_two_pass, every tile) use the dedicated 16 KB boxes in two passes. Same
+// accumulators, so the same bits: on one-tile CTAs, on CTAs with two tiles (the first two-pass,
+// the last ring-staged), ragged in M and N (boxes past C skipped), and both correct.
+TEST(GemmBf16Hopper, RingStagedLastTileMatchesTwoPass) {
+  KL_REQUIRE_GPU();
+  std::string why;
+  if (!hopper_here(&why)) GTEST_SKIP() << why;
+  struct S3 { int M, N, K; const char* what; };
+  for (const S3 s : {S3{200, 264, 72, "one tile per CTA, ragged"},
+                     S3{2126, 2264, 136, "153 tiles: 21 CTAs take two"},
+                     S3{2048, 4352, 64, "272 tiles, one k-block each: every CTA takes 2 or 3"}}) {
+    Problem p(s.M, s.N, s.K, 11);
+    ASSERT_EQ(kl::hopper_gemm::supports_12(p.args(), kl::device_info()), "") << s.what;
+    p.poison();
+    kl::hopper_gemm::launch_12(p.args(), 0);
+    sync_or_die(std::string("rung 12 at ") + s.what);
+    const auto ring = p.result();
+    EXPECT_EQ(p.check(ring), "") << "rung 12, " << s.what;
+    p.poison();
+    kl::hopper_gemm::launch_12_two_pass(p.args(), 0);
+    sync_or_die(std::string("rung 12 two-pass at ") + s.what);
+    EXPECT_EQ(ring, p.result()) << "ring-staged and two-pass epilogues differ, " << s.what;
+  }
+}
+
 TEST(GemmBf16Hopper, Refusals) {
   KL_REQUIRE_GPU();
   const auto& d = kl::device_info();

@@ -31,6 +31,9 @@ std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_store::supports<4, 2>(a, d);
 }
 void launch_12(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 2>(a, s); }
+void launch_12_two_pass(const GemmBf16Args& a, cudaStream_t s) {
+  tma_store::launch<4, 2, false>(a, s);
+}
 
 }  // namespace hopper_gemm
 }  // namespace kl

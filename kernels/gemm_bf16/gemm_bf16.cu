@@ -123,6 +123,8 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                supports14_off, launch14_off});
   t.push_back({72, "x14_sk1_on", "experiment: rung 14, one-tile Stream-K (only the last partial wave split)",
                supports14_one, launch14_one});
+  t.push_back({73, "x12_two_pass", "experiment: rung 12 with the two-pass epilogue on every tile",
+               hopper_gemm::supports_12, hopper_gemm::launch_12_two_pass});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 

@@ -57,6 +57,9 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
 #endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
+// Rung 12 with the two-pass epilogue on every tile, the last one too (before the ring-staged last
+// tile): experiment row 73 and the tests' comparison.
+void launch_12_two_pass(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail

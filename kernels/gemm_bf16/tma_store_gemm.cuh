@@ -7,7 +7,8 @@
 // full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
-// (hopper_gemm.cuh: tma_store_epilogue).
+// (hopper_gemm.cuh: tma_store_epilogue). With two passes (rung 12) and RING_LAST, a CTA's last
+// tile is staged in the idle load ring instead and leaves in one pass (see the consumer loop).
 #pragma once
 #include "gemm_bf16/hopper_gemm.cuh"
 
@@ -31,7 +32,7 @@ constexpr size_t smem_bytes() {
   return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
 }
 
-template <int STAGES, int PASSES>
+template <int STAGES, int PASSES, bool RING_LAST = true>
 __global__ void __launch_bounds__(THREADS, 1)
     kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
            const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
@@ -87,6 +88,22 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, num_k, it, cw, lane,
                                                  [](uint64_t* bar) { mbar_arrive(bar); });
+      if constexpr (PASSES == 2 && RING_LAST) {
+        if (t + int(gridDim.x) >= tiles) {
+          // This CTA's last tile: the producer has issued its last load, so once both warpgroups
+          // have freed the last stage (each frees its stages in order, after wgmma_wait<0>) no
+          // one reads or writes the ring again. Each warpgroup stages its whole 64 x 256 block
+          // there (4 boxes at sA + 32 KB * cw, 1024-aligned; sB follows sA) and stores it in ONE pass: no
+          // wait_group.read between two halves. At 2048^3 (128 tiles, one per CTA) that is the
+          // whole epilogue. The ring's last TMA writes landed before the full waits that let the
+          // consumers read them; the empty wait orders the other warpgroup's wgmma reads before
+          // these generic writes, as it orders them before the producer's next load.
+          mbar_wait(&empty[(it - 1) % STAGES], ((it - 1) / STAGES) & 1);
+          tma_store_epilogue<1>(acc, sA + cw * 4 * kCSub, &tmC, M, N, tm * BM + cw * 64, tn * BN,
+                                cw, t128);
+          continue;
+        }
+      }
       tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads
@@ -100,17 +117,18 @@ std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
-template <int STAGES, int PASSES>
+template <int STAGES, int PASSES, bool RING_LAST = true>
 void launch(const GemmBf16Args& a, cudaStream_t s) {
+  static_assert(STAGES * STAGE_BYTES >= 2 * 4 * kCSub, "the ring (sA, then sB) holds both blocks");
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, RING_LAST>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  kernel<STAGES, PASSES, RING_LAST><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 
