@@ -365,7 +365,7 @@ TEST(GemmBf16Hopper, Deterministic) {
 }
 
 // Rung 12 stages each CTA's last tile in the idle load ring and stores it in one pass; the other
-// tiles (and launch_12_two_pass, every tile) use the dedicated 16 KB boxes in two passes. Same
+// tiles (and launch_12_tail(.., 0), every tile) use the dedicated 16 KB boxes in two passes. Same
 // accumulators, so the same bits: on one-tile CTAs, on CTAs with two tiles (the first two-pass,
 // the last ring-staged), ragged in M and N (boxes past C skipped), and both correct.
 TEST(GemmBf16Hopper, RingStagedLastTileMatchesTwoPass) {
@@ -384,7 +384,7 @@ TEST(GemmBf16Hopper, RingStagedLastTileMatchesTwoPass) {
     const auto ring = p.result();
     EXPECT_EQ(p.check(ring), "") << "rung 12, " << s.what;
     p.poison();
-    kl::hopper_gemm::launch_12_two_pass(p.args(), 0);
+    kl::hopper_gemm::launch_12_tail(p.args(), 0, 0);
     sync_or_die(std::string("rung 12 two-pass at ") + s.what);
     EXPECT_EQ(ring, p.result()) << "ring-staged and two-pass epilogues differ, " << s.what;
   }

@@ -239,7 +239,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       tma_store_epilogue<2>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (pending) raise_flag(s, ct);      // the CTA's only segment was a peer piece
-    if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads
+    // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)
+    if (t128 == 0) tma_store_wait_read<0>();
   }
 #endif
 }

@@ -103,7 +103,8 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
                                                  release);
       tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
-    if (t128 == 0) tma_store_wait<0>();  // smem must outlive the last store's reads
+    // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)
+    if (t128 == 0) tma_store_wait_read<0>();
   }
   __syncwarp();
   cluster_sync();  // the peer may still arrive on our empty barriers until it is done

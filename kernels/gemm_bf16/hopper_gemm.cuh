@@ -57,9 +57,11 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
 #endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12 with the two-pass epilogue on every tile, the last one too (before the ring-staged last
-// tile): experiment row 73 and the tests' comparison.
-void launch_12_two_pass(const GemmBf16Args& a, cudaStream_t s);
+// Rung 12 with the end of its CTAs' work chosen (tma_store_gemm.cuh, TAIL): 0 = every tile in two
+// passes and a wait for the last global writes (the rung before session 19), 1 = the last tile
+// ring-staged in one pass, 2 = exit once the stores have read smem, 3 = both (= launch_12).
+// Experiment rows 73-75 and the tests' comparison.
+void launch_12_tail(const GemmBf16Args& a, cudaStream_t s, int tail);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
