@@ -31,13 +31,9 @@ std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_store::supports<4, 2>(a, d);
 }
 void launch_12(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 2>(a, s); }
-void launch_12_tail(const GemmBf16Args& a, cudaStream_t s, int tail) {
-  switch (tail) {
-    case 0: tma_store::launch<4, 2, 0>(a, s); break;
-    case 1: tma_store::launch<4, 2, 1>(a, s); break;
-    case 2: tma_store::launch<4, 2, 2>(a, s); break;
-    default: tma_store::launch<4, 2, 3>(a, s); break;
-  }
+void launch_12_variant(const GemmBf16Args& a, cudaStream_t s, int variant) {
+  if (variant == 0) tma_store::launch<4, 2, false>(a, s);
+  else tma_store::launch<4, 4>(a, s);
 }
 
 }  // namespace hopper_gemm

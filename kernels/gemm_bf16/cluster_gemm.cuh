@@ -21,9 +21,9 @@ static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide sto
 static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp per CTA");
 static_assert(B_HALF % 1024 == 0, "W halves stay 1024-aligned for the swizzle atoms");
 
-// Staging per consumer warpgroup: the boxes of one epilogue pass (4 / PASSES of them).
+// Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
 template <int PASSES>
-constexpr int c_bytes() { return (4 / PASSES) * kCSub; }
+constexpr int c_bytes() { return epilogue_boxes<PASSES>() * kCSub; }
 template <int STAGES, int PASSES>
 constexpr size_t smem_bytes() {
   return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;

@@ -19,6 +19,10 @@ namespace hopper_gemm {
 
 constexpr int kBK = 64;  // K per stage: one 128-byte swizzle atom row of bf16 (64 x 2 B)
 constexpr int kCSub = 64 * 64 * 2;  // one 64 x 64 bf16 TMA-store box (128B-swizzled), 8 KB
+// Boxes of staging per consumer warpgroup that tma_store_epilogue<PASSES> writes: every box of a
+// pass (4 / PASSES), or with 4 passes two boxes used in turn.
+template <int PASSES>
+constexpr int epilogue_boxes() { return PASSES == 4 ? 2 : 4 / PASSES; }
 
 // ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
 std::string supports_05(const GemmBf16Args& a, const DeviceInfo& d);
@@ -57,11 +61,10 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
 #endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12 with the end of its CTAs' work chosen (tma_store_gemm.cuh, TAIL): 0 = every tile in two
-// passes and a wait for the last global writes (the rung before session 19), 1 = the last tile
-// ring-staged in one pass, 2 = exit once the stores have read smem, 3 = both (= launch_12).
-// Experiment rows 73-75 and the tests' comparison.
-void launch_12_tail(const GemmBf16Args& a, cudaStream_t s, int tail);
+// Rung 12's epilogue variants (experiment rows 73-74 and the tests): variant 0 = the CTA waits for
+// its last global writes before exiting (the rung before session 19), 1 = four double-buffered
+// 64-column passes instead of two 128-column halves.
+void launch_12_variant(const GemmBf16Args& a, cudaStream_t s, int variant);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
@@ -189,7 +192,11 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
                                                    const CUtensorMap* tmC, int M, int N, int r0,
                                                    int c0, int cw, int t128) {
   constexpr int COLS = 256 / PASSES;  // columns per pass
-  static_assert(PASSES == 1 || PASSES == 2, "4 or 2 boxes per pass");
+  static_assert(PASSES == 1 || PASSES == 2 || PASSES == 4, "4, 2 or 1 boxes per pass");
+  // PASSES 1, 2: a pass fills every box of myC, so it waits until ALL earlier stores have read
+  // them (wait_group.read 0). PASSES 4: one box per pass, two boxes used in turn, so a pass waits
+  // only for the store of two passes back (wait_group.read 1: the previous pass's may still read).
+  constexpr int BUSY = PASSES == 4 ? 1 : 0;
   const int warp = t128 / 32, lane = t128 % 32;
   // stmatrix.x4 #j2 covers n8 chunks j = 2*j2, 2*j2+1 of this warp's 16 rows. Lane l gives the
   // row address of matrix l/8: matrix m = rows 8*(m&1).., chunk j + (m>>1).
@@ -197,16 +204,17 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
   const int row = warp * 16 + (m & 1) * 8 + (lane % 8);  // 0..63 within the warpgroup block
 #pragma unroll
   for (int h = 0; h < PASSES; ++h) {
-    // The previous stores (the last tile's, or this tile's first pass) must have finished READING
-    // myC before it is overwritten.
-    if (t128 == 0) tma_store_wait_read<0>();
+    // The stores that last used this pass's boxes (the last tile's, or this tile's earlier
+    // passes) must have finished READING them before they are overwritten.
+    if (t128 == 0) tma_store_wait_read<BUSY>();
     named_barrier_sync(1 + cw, 128);
+    uint8_t* const cbuf = myC + (PASSES == 4 ? (h & 1) * kCSub : 0);
 #pragma unroll
     for (int j2 = h * (COLS / 16); j2 < (h + 1) * (COLS / 16); ++j2) {
       const int j = 2 * j2;
       const int col = 8 * (j + (m >> 1)) - h * COLS;  // column within this pass
       const int box = col / 64, chunk = (col % 64) / 8;
-      uint8_t* p = myC + box * kCSub + row * 128 + ((chunk ^ (row & 7)) << 4);  // 128B swizzle
+      uint8_t* p = cbuf + box * kCSub + row * 128 + ((chunk ^ (row & 7)) << 4);  // 128B swizzle
       stmatrix_x4(p, pack_bf16x2_hp(acc[4 * j + 0], acc[4 * j + 1]),
                   pack_bf16x2_hp(acc[4 * j + 2], acc[4 * j + 3]),
                   pack_bf16x2_hp(acc[4 * j + 4], acc[4 * j + 5]),
@@ -219,7 +227,7 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
 #pragma unroll
         for (int b = 0; b < COLS / 64; ++b) {
           const int c = c0 + h * COLS + b * 64;
-          if (c < N) tma_store_2d(tmC, myC + b * kCSub, c, r0);
+          if (c < N) tma_store_2d(tmC, cbuf + b * kCSub, c, r0);
         }
       }
       tma_store_commit();

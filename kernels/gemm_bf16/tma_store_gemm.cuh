@@ -7,11 +7,9 @@
 // full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
-// (hopper_gemm.cuh: tma_store_epilogue). TAIL (the end of a CTA's work): bit 0, with two passes
-// (rung 12), stages the CTA's last tile in the idle load ring so it leaves in one pass (see the
-// consumer loop); bit 1 lets the CTA exit once its last stores have READ shared memory instead of
-// waiting for their global writes (the kernel's completion still covers them, as for any store).
-// The rungs use TAIL = 3; 0-2 are experiment rows 73-75 (the A/B of each half).
+// (hopper_gemm.cuh: tma_store_epilogue). READ_EXIT: a CTA exits once its last stores have READ
+// shared memory instead of waiting for their global writes (the kernel's completion still covers
+// them, as for any store); false only in experiment row 73 (the A/B).
 #pragma once
 #include "gemm_bf16/hopper_gemm.cuh"
 
@@ -27,15 +25,15 @@ constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide store boxes");
 static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
 
-// Staging per consumer warpgroup: the boxes of one epilogue pass (4 / PASSES of them).
+// Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
 template <int PASSES>
-constexpr int c_bytes() { return (4 / PASSES) * kCSub; }
+constexpr int c_bytes() { return epilogue_boxes<PASSES>() * kCSub; }
 template <int STAGES, int PASSES>
 constexpr size_t smem_bytes() {
   return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
 }
 
-template <int STAGES, int PASSES, int TAIL = 3>
+template <int STAGES, int PASSES, bool READ_EXIT = true>
 __global__ void __launch_bounds__(THREADS, 1)
     kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
            const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
@@ -91,26 +89,10 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, num_k, it, cw, lane,
                                                  [](uint64_t* bar) { mbar_arrive(bar); });
-      if constexpr (PASSES == 2 && (TAIL & 1)) {
-        if (t + int(gridDim.x) >= tiles) {
-          // This CTA's last tile: the producer has issued its last load, so once both warpgroups
-          // have freed the last stage (each frees its stages in order, after wgmma_wait<0>) no
-          // one reads or writes the ring again. Each warpgroup stages its whole 64 x 256 block
-          // there (4 boxes at sA + 32 KB * cw, 1024-aligned; sB follows sA) and stores it in ONE pass: no
-          // wait_group.read between two halves. At 2048^3 (128 tiles, one per CTA) that is the
-          // whole epilogue. The ring's last TMA writes landed before the full waits that let the
-          // consumers read them; the empty wait orders the other warpgroup's wgmma reads before
-          // these generic writes, as it orders them before the producer's next load.
-          mbar_wait(&empty[(it - 1) % STAGES], ((it - 1) / STAGES) & 1);
-          tma_store_epilogue<1>(acc, sA + cw * 4 * kCSub, &tmC, M, N, tm * BM + cw * 64, tn * BN,
-                                cw, t128);
-          continue;
-        }
-      }
       tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (t128 == 0) {  // smem must outlive the last stores' reads of it
-      if constexpr (TAIL & 2) tma_store_wait_read<0>();
+      if constexpr (READ_EXIT) tma_store_wait_read<0>();
       else tma_store_wait<0>();
     }
   }
@@ -123,18 +105,17 @@ std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
-template <int STAGES, int PASSES, int TAIL = 3>
+template <int STAGES, int PASSES, bool READ_EXIT = true>
 void launch(const GemmBf16Args& a, cudaStream_t s) {
-  static_assert(STAGES * STAGE_BYTES >= 2 * 4 * kCSub, "the ring (sA, then sB) holds both blocks");
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, TAIL>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, READ_EXIT>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  kernel<STAGES, PASSES, TAIL><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  kernel<STAGES, PASSES, READ_EXIT><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 
