@@ -17,7 +17,19 @@
 // Measured (H200, 2026-11-29, gemm2 request 1): 793 TF at 4096^3 (08: 778, cuBLAS 800), 808 at
 // 8192^3 (08: 792, cuBLAS 802: 1.007x), 783 at 4096x11008x4096 (cuBLAS 781), 817 at
 // 4096x4096x11008 (cuBLAS 829), 632 at 2048^3 (08: 614, cuBLAS 644).
-// Code: tma_store_gemm.cuh (rung 08's kernel), instantiated with STAGES = 4 and two passes.
+// Code: tma_store_gemm.cuh (rung 08's kernel), instantiated with STAGES = 4 and four passes.
+// Session 19 (the epilogue, rungs 13 and 14 inherit it): the 64x256 block now leaves in four 64x64
+// passes through the same two boxes used in turn, so a pass waits (wait_group.read 1) only for
+// the store of two passes back and the stmatrix of one pass overlaps the TMA read of the previous
+// (two halves waited for ALL earlier stores: wait_group.read 0). Same-call A/B (3 processes x 2
+// rows each, mirrored order; results/h200/dev/epi/): four passes vs two halves -0.3 to -0.7% time
+// at 2048^3 26.92 vs 27.10 us / 4096^3 176.79 vs 177.73 / 4096x4096x11008 459.73 vs 461.86 /
+// 4096x11008x4096 481.32 vs 482.90 (8192^3 throttles: noise). Also since then a CTA exits once
+// its last stores have READ smem (cp.async.bulk.wait_group.read, as CUTLASS does) instead of
+// waiting for their global writes: no measurable effect (2048^3 27.14 vs 27.20 us in one call,
+// 27.10 vs 27.04 in the next). Tried and reverted: the CTA's last tile staged in the idle load
+// ring and stored in ONE 64x256 pass: +0.35 us at 2048^3 (27.51 vs 27.14 us; one pass overlaps
+// nothing, the two halves overlap one's stmatrix with the other's store).
 // Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
 // 2048^3 641.0 [1980] (0.983x cuBLAS [1980]); 4096^3 781.8 [1950] (0.989x cuBLAS [1980]);
 // 8192^3 697.6 [1940] (1.015x cuBLAS [1734]); 4096x11008x4096 772.4 [1934] (1.065x cuBLAS [1965]);
@@ -28,13 +40,10 @@ namespace kl {
 namespace hopper_gemm {
 
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_store::supports<4, 2>(a, d);
+  return tma_store::supports<4, 4>(a, d);
 }
-void launch_12(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 2>(a, s); }
-void launch_12_variant(const GemmBf16Args& a, cudaStream_t s, int variant) {
-  if (variant == 0) tma_store::launch<4, 2, false>(a, s);
-  else tma_store::launch<4, 4>(a, s);
-}
+void launch_12(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 4>(a, s); }
+void launch_12_two_halves(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 2>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

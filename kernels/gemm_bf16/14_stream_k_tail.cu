@@ -71,7 +71,7 @@ constexpr int CONSUMER_WARPS = 8, CONSUMERS = 32 * CONSUMER_WARPS;  // 256 consu
 constexpr int A_BYTES = BM * BK * 2;  // 16 KB
 constexpr int B_BYTES = BN * BK * 2;  // 32 KB
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int C_BYTES = 2 * kCSub;    // 64 x 128 (half the warpgroup's block) at a time
+constexpr int C_BYTES = epilogue_boxes<4>() * kCSub;  // two 64 x 64 boxes used in turn (rung 12)
 constexpr size_t SMEM = 1024 + STAGES * STAGE_BYTES + 2 * C_BYTES + 2 * STAGES * 8;
 constexpr int VEC = BN / 2 / 4;       // float4s of accumulators per consumer thread (32)
 constexpr int FIX_BATCH = 16;         // partial float4 loads in flight per thread in the fixup
@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
       }
 
-      // ---- epilogue (rung 12's): two passes of 64 x 128, stmatrix -> swizzled smem -> TMA store.
-      tma_store_epilogue<2>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+      // ---- epilogue (rung 12's): four passes of 64 x 64, stmatrix -> swizzled smem -> TMA store.
+      tma_store_epilogue<4>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (pending) raise_flag(s, ct);      // the CTA's only segment was a peer piece
     // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)

@@ -107,8 +107,6 @@ std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
   return hopper_gemm::supports_14_forced(a, d, +2);
 }
 void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
-template <int V>
-void launch12_variant(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_12_variant(a, s, V); }
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -125,10 +123,8 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                supports14_off, launch14_off});
   t.push_back({72, "x14_sk1_on", "experiment: rung 14, one-tile Stream-K (only the last partial wave split)",
                supports14_one, launch14_one});
-  t.push_back({73, "x12_wait_writes", "experiment: rung 12, the CTA waits for its last global writes",
-               hopper_gemm::supports_12, launch12_variant<0>});
-  t.push_back({74, "x12_four_passes", "experiment: rung 12, epilogue in four double-buffered 64-column passes",
-               hopper_gemm::supports_12, launch12_variant<1>});
+  t.push_back({73, "x12_two_halves", "experiment: rung 12, epilogue in two 128-column halves (before session 19)",
+               hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 

@@ -61,10 +61,9 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
 #endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12's epilogue variants (experiment rows 73-74 and the tests): variant 0 = the CTA waits for
-// its last global writes before exiting (the rung before session 19), 1 = four double-buffered
-// 64-column passes instead of two 128-column halves.
-void launch_12_variant(const GemmBf16Args& a, cudaStream_t s, int variant);
+// Rung 12 with its epilogue before session 19: two 128-column halves instead of four 64-column
+// passes (experiment row 73 and the tests' comparison).
+void launch_12_two_halves(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail

@@ -35,7 +35,7 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "M <= 64: TMA ring (104 or 208 KB), K split over a cluster, DSMEM reduction, PDL",
                supports_11, launch_11});
   t.push_back({12, "four_stages",
-               "rung 08 with a 4-deep ring (192 KB); epilogue staged in 64x128 halves to fit",
+               "rung 08 with a 4-deep ring (192 KB); epilogue staged in 64x64 quarters, two boxes in turn, to fit",
                supports_12, launch_12});
   t.push_back({13, "cluster_multicast_4stage",
                "rung 12 + 2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",

@@ -1,5 +1,5 @@
 // kernels/gemm_bf16/tma_store_gemm.cuh — family-private: the persistent warp-specialized kernel of
-// rungs 08 (STAGES = 3, one 64 x 256 epilogue pass) and 12 (STAGES = 4, two 64 x 128 passes).
+// rungs 08 (STAGES = 3, one 64 x 256 epilogue pass) and 12 (STAGES = 4, four 64 x 64 passes).
 // The rung files say what each configuration changed and measured; this is the code they share.
 //
 // One CTA per SM (grid = min(tiles, #SMs)), 128x256x64 tiles in grouped order, 384 threads:
@@ -7,9 +7,7 @@
 // full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
-// (hopper_gemm.cuh: tma_store_epilogue). READ_EXIT: a CTA exits once its last stores have READ
-// shared memory instead of waiting for their global writes (the kernel's completion still covers
-// them, as for any store); false only in experiment row 73 (the A/B).
+// (hopper_gemm.cuh: tma_store_epilogue).
 #pragma once
 #include "gemm_bf16/hopper_gemm.cuh"
 
@@ -33,7 +31,7 @@ constexpr size_t smem_bytes() {
   return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
 }
 
-template <int STAGES, int PASSES, bool READ_EXIT = true>
+template <int STAGES, int PASSES>
 __global__ void __launch_bounds__(THREADS, 1)
     kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
            const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
@@ -91,10 +89,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                                                  [](uint64_t* bar) { mbar_arrive(bar); });
       tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
-    if (t128 == 0) {  // smem must outlive the last stores' reads of it
-      if constexpr (READ_EXIT) tma_store_wait_read<0>();
-      else tma_store_wait<0>();
-    }
+    // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)
+    if (t128 == 0) tma_store_wait_read<0>();
   }
 #endif
 }
@@ -105,17 +101,17 @@ std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
-template <int STAGES, int PASSES, bool READ_EXIT = true>
+template <int STAGES, int PASSES>
 void launch(const GemmBf16Args& a, cudaStream_t s) {
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, READ_EXIT>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  kernel<STAGES, PASSES, READ_EXIT><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 
