@@ -175,16 +175,18 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 2). A consumer
-// warpgroup's 64 x 256 fp32 block (the m64n256 accumulator) goes to bf16, then by stmatrix.x4 into
-// its 128B-swizzled staging boxes (`myC`: 4 / PASSES boxes of 64 x 64, kCSub bytes each;
-// conflict-free), and leaves by TMA store (bulk group), in PASSES passes of 256 / PASSES columns.
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4; 2 before session
+// 19, still experiment row 73). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
+// accumulator) goes to bf16, then by stmatrix.x4 into its 128B-swizzled staging boxes (`myC`:
+// epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each; conflict-free), and leaves by TMA
+// store (one bulk group per pass), in PASSES passes of 256 / PASSES columns.
 // TMA clips rows and columns past M and N, so ragged tiles need no predicates beyond skipping
 // boxes that start outside C. The stores complete while the warpgroup runs its next tile.
 // Proxy rule relied on: stmatrix (generic proxy) -> fence.proxy.async.shared::cta in every writing
 // thread -> bar.sync among the 128 writers -> TMA store (async proxy) reads the boxes; a box is
-// rewritten only after cp.async.bulk.wait_group.read 0 by the thread that committed its stores,
-// followed by bar.sync (the wait is for the TMA engine to READ the smem, not for the global write).
+// rewritten only after cp.async.bulk.wait_group.read (0, or 1 with four passes: see BUSY) by the
+// thread that committed its stores, followed by bar.sync (the wait is for the TMA engine to READ
+// the smem, not for the global write).
 // (r0, c0) = the block's first row and column in C; named barrier 1 + cw is the warpgroup's.
 template <int PASSES>
 __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint8_t* myC,
@@ -229,6 +231,9 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
           if (c < N) tma_store_2d(tmC, cbuf + b * kCSub, c, r0);
         }
       }
+      // One group per pass even when it holds no store (a box past M or N): wait_group.read BUSY
+      // counts groups by position, so skipping an empty commit would let the store of two
+      // passes back still be reading this pass's box.
       tma_store_commit();
     }
   }

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint8_t* smem = align1024(smem_raw);
   uint8_t* sA = smem;
   uint8_t* sB = smem + STAGES * A_BYTES;
-  uint8_t* sC = smem + STAGES * STAGE_BYTES;  // [2 warpgroups][4 / PASSES boxes][64 rows][128 B]
+  uint8_t* sC = smem + STAGES * STAGE_BYTES;  // [2 warpgroups][epilogue_boxes boxes][64 rows][128 B]
   uint64_t* full = reinterpret_cast<uint64_t*>(sC + 2 * C_BYTES);
   uint64_t* empty = full + STAGES;
 
