@@ -299,6 +299,58 @@ TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
   cudaStreamDestroy(st);
 }
 
+// Rung 12 under programmatic dependent launch (the bench's created stream): GEMM 2 reads GEMM 1's
+// output as its A and GEMM 1 overwrites a buffer GEMM 2 of the previous repetition read, launched
+// back to back without a sync; every thread of rung 12 waits for the previous grid before touching
+// global memory, so GEMM 2 must see all of GEMM 1's C (poisoned to NaN before each repetition).
+// Sampled rows (every 37th and the last) against a CPU double product of the bf16 inputs.
+TEST(GemmBf16Hopper, ChainedPDLRung12) {
+  KL_REQUIRE_GPU();
+  std::string why;
+  if (!hopper_here(&why)) GTEST_SKIP() << why;
+  const int M = 2048, N1 = 2048, K1 = 1024, N2 = 264;
+  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256, ~15 us: GEMM 2 launches under its tail
+  Problem p2(M, N2, N1, 32);
+  ASSERT_EQ(kl::hopper_gemm::supports_12(p1.args(), kl::device_info()), "");
+  cudaStream_t st;
+  KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  GemmBf16Args a1 = p1.args(), a2 = p2.args();
+  a2.A = a1.C;
+  std::vector<int> rows;
+  for (int m = 0; m < M; m += 37) rows.push_back(m);
+  rows.push_back(M - 1);
+  for (int rep = 0; rep < 3; ++rep) {
+    KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(M) * N1 * 2, st));
+    KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(M) * N2 * 2, st));
+    kl::hopper_gemm::launch_12(a1, st);
+    kl::hopper_gemm::launch_12(a2, st);
+    KL_CHECK(cudaStreamSynchronize(st));
+    const auto c1 = p1.result(), c2 = p2.result();
+    long long bad1 = 0, bad2 = 0;
+    for (int m : rows) {
+      for (int n = 0; n < N1; ++n) {
+        double acc = 0;
+        for (int k = 0; k < K1; ++k)
+          acc += double(kl::bf16_bits_to_float(p1.A[size_t(m) * K1 + k])) *
+                 double(kl::bf16_bits_to_float(p1.W[size_t(n) * K1 + k]));
+        const float got = kl::bf16_bits_to_float(c1[size_t(m) * N1 + n]);
+        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.1)) ++bad1;
+      }
+      for (int n = 0; n < N2; ++n) {
+        double acc = 0;
+        for (int k = 0; k < N1; ++k)
+          acc += double(kl::bf16_bits_to_float(c1[size_t(m) * N1 + k])) *
+                 double(kl::bf16_bits_to_float(p2.W[size_t(n) * N1 + k]));
+        const float got = kl::bf16_bits_to_float(c2[size_t(m) * N2 + n]);
+        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad2;
+      }
+    }
+    EXPECT_EQ(bad1, 0) << "GEMM 1 wrong (rep " << rep << ")";
+    EXPECT_EQ(bad2, 0) << "GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+  }
+  cudaStreamDestroy(st);
+}
+
 __global__ void empty_kernel_11() {}
 
 // What an empty launch costs here (the floor under every decode figure): single launches timed

@@ -24,6 +24,12 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
+// Whether a launch on stream s may carry pdl_attribute(): only created streams (the legacy default
+// stream keeps its implicit synchronization with other streams).
+inline bool pdl_stream(cudaStream_t s) {
+  return s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread;
+}
+
 // The launch attribute that makes a cudaLaunchKernelEx launch programmatic-dependent.
 inline cudaLaunchAttribute pdl_attribute() {
   cudaLaunchAttribute a = {};

@@ -672,7 +672,7 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   // Only on a created stream: the legacy default stream keeps its implicit synchronization.
   attr[1] = pdl_attribute();
   cfg.attrs = attr;
-  cfg.numAttrs = s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread ? 2 : 1;
+  cfg.numAttrs = pdl_stream(s) ? 2 : 1;
   KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL, P>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre));
   KL_CHECK_LAUNCH();
 }

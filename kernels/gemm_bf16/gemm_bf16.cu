@@ -125,6 +125,8 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                supports14_one, launch14_one});
   t.push_back({73, "x12_two_halves", "experiment: rung 12, epilogue in two 128-column halves (before session 19)",
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
+  t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
+               hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 

@@ -64,6 +64,8 @@ void launch_12(const GemmBf16Args& a, cudaStream_t s);
 // Rung 12 with its epilogue before session 19: two 128-column halves instead of four 64-column
 // passes (experiment row 73 and the tests' comparison).
 void launch_12_two_halves(const GemmBf16Args& a, cudaStream_t s);
+// Rung 12 launched without programmatic dependent launch (experiment row 74: the PDL A/B).
+void launch_12_no_pdl(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
