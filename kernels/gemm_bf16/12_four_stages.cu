@@ -31,6 +31,16 @@
 // ring and stored in ONE 64x256 pass: +0.31 / +0.39 us at 2048^3 against two halves with the same
 // exit (27.51 vs 27.20 us waiting for the writes, 27.54 vs 27.14 exiting after the reads; one pass
 // overlaps nothing, the two halves overlap one's stmatrix with the other's store).
+// Also session 19 (08 shares the kernel): programmatic dependent launch. Every thread waits
+// (griddepcontrol.wait) for the previous grid after the prologue, and the launch carries the PDL
+// attribute on created streams, so back to back the next GEMM's launch and prologue run under this
+// one's tail. ncu had shown the kernel itself no slower than cuBLAS's at 2048^3 (25.41-25.47 vs
+// 25.54-25.63 us, both at 1.71 GHz under the profiler; results/h200/dev/epi/ncu2048/) while timed
+// back to back it was 1.4% slower (CUDA graph 24.3 vs 23.9 us; graph2048/). Same-call A/B (3
+// processes; epi/pdl/), CUDA graph us: 2048^3 23.58 vs 24.19 without PDL (cuBLAS 23.86: 1.012x
+// now), 4096^3 201.2 vs 203.7 (throttled, noisy); launch by launch with events between launches
+// (the tables' column) no change (2048^3 27.21 vs 27.12, cuBLAS 26.78): the events serialize the
+// launches.
 // Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
 // 2048^3 641.0 [1980] (0.983x cuBLAS [1980]); 4096^3 781.8 [1950] (0.989x cuBLAS [1980]);
 // 8192^3 697.6 [1940] (1.015x cuBLAS [1734]); 4096x11008x4096 772.4 [1934] (1.065x cuBLAS [1965]);

@@ -7,7 +7,9 @@
 // full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
-// (hopper_gemm.cuh: tma_store_epilogue).
+// (hopper_gemm.cuh: tma_store_epilogue). PDL (default on; off only in experiment row 74): the grid
+// waits for the previous one after its prologue and launches programmatic-dependent (rung 12's
+// header has the A/B).
 #pragma once
 #include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
