@@ -17,6 +17,8 @@
 // 2048^3, 772 at 4096x11008x4096; gemm2 request 1: 778 / 614 / 771, 802 at 4096x4096x11008,
 // 792 at 8192^3. Limit: 3 stages with 2 held by the consumers = 1 load in flight (rung 12).
 // Code: tma_store_gemm.cuh, instantiated with STAGES = 3 and one 64 x 256 epilogue pass.
+// Since session 19 the shared kernel also launches programmatic-dependent and its CTAs exit once
+// their last stores have read smem (rung 12's header: measured there, not on this rung).
 #include "gemm_bf16/tma_store_gemm.cuh"
 
 namespace kl {
