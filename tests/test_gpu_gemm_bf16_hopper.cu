@@ -300,9 +300,9 @@ TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
 }
 
 // Rung 12 under programmatic dependent launch (the bench's created stream): GEMM 2 reads GEMM 1's
-// output as its A and GEMM 1 overwrites a buffer GEMM 2 of the previous repetition read, launched
-// back to back without a sync; every thread of rung 12 waits for the previous grid before touching
-// global memory, so GEMM 2 must see all of GEMM 1's C (poisoned to NaN before each repetition).
+// output as its A, launched right behind it without a sync; every thread of rung 12 waits for the
+// previous grid before touching global memory, so GEMM 2 must see all of GEMM 1's C (poisoned to
+// NaN before each repetition; GEMM 2's 32 CTAs can start on the SMs GEMM 1 leaves free).
 // Sampled rows (every 37th and the last) against a CPU double product of the bf16 inputs.
 TEST(GemmBf16Hopper, ChainedPDLRung12) {
   KL_REQUIRE_GPU();

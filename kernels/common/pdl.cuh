@@ -3,9 +3,10 @@
 //
 // A grid launched with pdl_attribute() may start its CTAs while the previous grid of the stream
 // drains: once every CTA of that grid has called pdl_trigger() (or exited). pdl_wait() blocks the
-// calling thread until every prerequisite grid has completed and its memory is visible. Data the
-// previous kernel does not produce (weights) may be read before pdl_wait(); anything it may produce
-// or read (activations, partials, the output) only after. Below sm_90 both are no-ops, and a
+// calling thread until every prerequisite grid has completed and its memory is visible. Data no
+// kernel that may still be running produces (weights: the previous grid may itself have triggered
+// before waiting on ITS predecessor) may be read before pdl_wait(); anything such a kernel may
+// produce or read (activations, partials, the output) only after. Below sm_90 both are no-ops, and a
 // launch without the attribute makes pdl_wait() return at once (stream order already holds).
 #pragma once
 #include <cuda_runtime.h>
