@@ -73,16 +73,8 @@ template <int D, class Map>
 void launch_combine(const float* ws_o, const float* ws_lse, int rows, int splits, long long total_rows,
                     Map map, bool pdl, cudaStream_t st) {
   KL_REQUIRE(splits >= 1 && splits <= 64, "combine: " << splits << " splits (at most 64)");
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>((total_rows + 3) / 4));
-  cfg.blockDim = dim3(128);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1] = {pdl_attribute()};
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<D, Map>, ws_o, ws_lse, rows, splits, total_rows, map));
-  KL_CHECK_LAUNCH();
+  pdl_launch(combine_kernel<D, Map>, dim3(static_cast<unsigned>((total_rows + 3) / 4)), dim3(128), 0,
+             st, pdl, ws_o, ws_lse, rows, splits, total_rows, map);
 }
 
 }  // namespace flash

@@ -485,16 +485,8 @@ inline Params make_params(const AttentionArgs& a, const Plan& pl) {
 template <class... KArgs, class... Args>
 void launch(void (*kernel)(KArgs...), unsigned grid, unsigned threads, int smem, cudaStream_t st,
             Args&&... args) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = st;
-  cudaLaunchAttribute attr[1] = {pdl_attribute()};
-  cfg.attrs = attr;
-  cfg.numAttrs = device_info().cc() >= 90 ? 1 : 0;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-  KL_CHECK_LAUNCH();
+  pdl_launch(kernel, dim3(grid), dim3(threads), static_cast<size_t>(smem), st,
+             device_info().cc() >= 90, std::forward<Args>(args)...);
 }
 
 }  // namespace dec

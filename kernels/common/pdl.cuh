@@ -11,6 +11,10 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <utility>
+
+#include "common/check.h"
+
 namespace kl {
 
 __device__ __forceinline__ void pdl_trigger() {
@@ -37,6 +41,23 @@ inline cudaLaunchAttribute pdl_attribute() {
   a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   a.val.programmaticStreamSerializationAllowed = 1;
   return a;
+}
+
+// Launches kernel<<<grid, block, smem, st>>>(args...), programmatic-dependent when `pdl` (the
+// caller decides: compute capability, stream kind, a template switch), checked.
+template <class... KArgs, class... Args>
+void pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                bool pdl, Args&&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = st;
+  cudaLaunchAttribute attr[1] = {pdl_attribute()};
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  KL_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+  KL_CHECK_LAUNCH();
 }
 
 }  // namespace kl

@@ -121,16 +121,8 @@ void launch(const GemmBf16Args& a, cudaStream_t s) {
   opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, PDL>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid, 1, 1);
-  cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = SMEM;
-  cfg.stream = s;
-  cudaLaunchAttribute attr = pdl_attribute();
-  cfg.attrs = &attr;
-  cfg.numAttrs = PDL && pdl_stream(s) ? 1 : 0;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, kernel<STAGES, PASSES, PDL>, tA, tW, tC, a.M, a.N, a.K));
-  KL_CHECK_LAUNCH();
+  pdl_launch(kernel<STAGES, PASSES, PDL>, dim3(grid), dim3(THREADS), SMEM, s, PDL && pdl_stream(s),
+             tA, tW, tC, a.M, a.N, a.K);
 }
 
 }  // namespace tma_store
