@@ -169,16 +169,12 @@ __device__ __forceinline__ void tma_store_2d(const void* tmap, const void* smem_
 __device__ __forceinline__ void tma_store_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
-// Waits until at most N committed store groups still READ their shared source (the buffer may be
-// rewritten after this; the global writes may still be in flight).
+// Waits until all but the N most recent committed store groups have READ their shared source
+// (the buffer may be rewritten after this; the global writes may still be in flight, and the
+// kernel's completion covers them, so a CTA may exit after it).
 template <int N>
 __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-// Waits until the global writes of all but N groups are complete.
-template <int N>
-__device__ __forceinline__ void tma_store_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // ---------------------------------------------------------------- wgmma
