@@ -260,6 +260,105 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
   }
 }
 
+// Rung 15 (activations as the wgmma A operand, 32-row W strips, 2-CTA clusters multicasting the
+// activation box): one strip (a lone spare CTA in its cluster), odd strip counts (the last
+// cluster's rank 1 stores nothing and clamps its W box), M <= 8 (rank 1's activation half wholly
+// past M: clamped start), every activation box size (M <= 16 / 32 / 64), K not a multiple of 64,
+// one k-block (warpgroup 1 has nothing: its zero block is still added), long K (the ring wraps).
+TEST(GemmBf16Hopper, DecodeMulticastRungShapes) {
+  KL_REQUIRE_GPU();
+  const Dims cases[] = {{1, 8, 8, "M = 1, N = K = 8: one strip, boxes far larger than the tensors"},
+                        {1, 264, 72, "9 strips (odd), K tail"},
+                        {7, 264, 72, "M < 8"},
+                        {9, 40, 1000, "M = 9: rank 1's half starts at row 8"},
+                        {8, 40, 1000, "M = 8: rank 1's half wholly past M"},
+                        {16, 1032, 520, "M = 16: the largest 16-row box"},
+                        {17, 1032, 520, "M = 17: 32-row box"},
+                        {33, 96, 4104, "M = 33: 64-row box, long K"},
+                        {64, 264, 264, "M = 64"},
+                        {64, 1024, 1024, "M = 64, 32 strips"},
+                        {1, 4096, 1024, "M = 1, N = 4096"},
+                        {5, 11008, 512, "N = 11008: 344 strips, several CTAs per SM"},
+                        {64, 4096, 2048, "M = 64, N = 4096"},
+                        {40, 2056, 4096, "ragged N (65 strips), long K"}};
+  for (const Dims& d : cases) {
+    std::string e = run_rung(15, d.M, d.N, d.K);
+    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_15(d.M, d.N) << ") " << e;
+  }
+  for (int M : {1, 16, 32, 64})
+    for (int N : {4096, 11008})
+      std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_15(M, N).c_str());
+}
+
+// Rung 15 with its ring forced to 1-4 CTAs per SM (4 is the 4-stage minimum at M > 32: the ring
+// wraps every 4 k-blocks, both warpgroups each holding a slot) and 1, 2 or every W box before the
+// PDL wait; bitwise equal across plans (the same k-block split between the warpgroups whatever
+// the ring) and correct.
+TEST(GemmBf16Hopper, DecodeMulticastForcedRings) {
+  KL_REQUIRE_GPU();
+  const Dims shapes[] = {{1, 1032, 520, "M = 1"}, {16, 264, 4104, "M = 16, long K"},
+                         {17, 1448, 1000, "M = 17"}, {47, 264, 2056, "M = 47"},
+                         {64, 1032, 4104, "M = 64, long K"}};
+  const std::pair<int, int> plans[] = {{1, 1}, {1, 1 << 20}, {2, 2}, {3, 2}, {4, 2}, {4, 1 << 20}};
+  for (const Dims& sh : shapes) {
+    Problem p(sh.M, sh.N, sh.K, 5);
+    if (!rung(15)->supports(p.args(), kl::device_info()).empty())
+      GTEST_SKIP() << rung(15)->supports(p.args(), kl::device_info());
+    std::vector<uint16_t> first;
+    for (auto [cps, wpre] : plans) {
+      p.poison();
+      kl::hopper_gemm::launch_15_forced(p.args(), cps, wpre, 0);
+      const std::string what = "rung 15 forced cps=" + std::to_string(cps) + " wpre=" +
+                               std::to_string(wpre) + " at " + std::to_string(sh.M) + "x" +
+                               std::to_string(sh.N) + "x" + std::to_string(sh.K);
+      sync_or_die(what);
+      const auto c = p.result();
+      EXPECT_TRUE(p.check(c).empty()) << "[" << sh.what << "] " << what << ": " << p.check(c);
+      if (first.empty()) first = c;
+      else EXPECT_EQ(first, c) << "[" << sh.what << "] " << what << " differs from cps=1";
+    }
+  }
+}
+
+// Rung 15 under programmatic dependent launch: GEMM 2 consumes GEMM 1's output as its activations,
+// launched right behind it on a created stream; its producer requests W early but the activation
+// boxes only after griddepcontrol.wait.
+TEST(GemmBf16Hopper, DecodeMulticastChainedPDL) {
+  KL_REQUIRE_GPU();
+  const auto* r = rung(15);
+  ASSERT_NE(r, nullptr);
+  Problem p1(16, 4096, 4096, 31);
+  Problem p2(16, 264, 4096, 32);
+  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 15 unsupported";
+  cudaStream_t st;
+  KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  GemmBf16Args a1 = p1.args(), a2 = p2.args();
+  a2.A = a1.C;
+  for (int rep = 0; rep < 3; ++rep) {
+    KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(16) * 4096 * 2, st));  // NaN until GEMM 1 writes
+    KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(16) * 264 * 2, st));
+    r->launch(a1, st);
+    r->launch(a2, st);
+    KL_CHECK(cudaStreamSynchronize(st));
+    const auto c1 = p1.result();
+    EXPECT_TRUE(p1.check(c1).empty()) << "GEMM 1: " << p1.check(c1);
+    const std::vector<uint16_t> c2 = p2.result();
+    long long bad = 0;
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 264; ++n) {
+        double acc = 0;
+        for (int k = 0; k < 4096; ++k)
+          acc += double(kl::bf16_bits_to_float(c1[size_t(m) * 4096 + k])) *
+                 double(kl::bf16_bits_to_float(p2.W[size_t(n) * 4096 + k]));
+        const float got = kl::bf16_bits_to_float(c2[size_t(m) * 264 + n]);
+        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad;
+      }
+    EXPECT_EQ(bad, 0) << "GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+  }
+  cudaStreamDestroy(st);
+}
+
 // Rung 11 launches with programmatic dependent launch on a created stream: the second GEMM may
 // start while the first runs and must not read its activations (= the first GEMM's output) early.
 TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
@@ -401,7 +500,7 @@ TEST(GemmBf16Hopper, EmptyLaunchCost) {
 // ---------------------------------------------------------------- determinism, refusals
 TEST(GemmBf16Hopper, Deterministic) {
   KL_REQUIRE_GPU();
-  for (int num : {9, 10, 11, 13}) {
+  for (int num : {9, 10, 11, 13, 15}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr);
     Problem p(num >= 10 ? 33 : 300, 520, 1000, 7);
@@ -449,7 +548,7 @@ TEST(GemmBf16Hopper, Refusals) {
   KL_REQUIRE_GPU();
   const auto& d = kl::device_info();
   Problem p(64, 64, 64, 3);
-  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13}) {
+  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr) << "rung " << num;
     GemmBf16Args a = p.args();
@@ -468,6 +567,10 @@ TEST(GemmBf16Hopper, Refusals) {
   a.M = 65;
   EXPECT_FALSE(rung(10)->supports(a, d).empty()) << "decode rung accepted M=65";
   EXPECT_FALSE(rung(11)->supports(a, d).empty()) << "decode rung 11 accepted M=65";
+  EXPECT_FALSE(rung(15)->supports(a, d).empty()) << "decode rung 15 accepted M=65";
+  a = p.args();
+  a.C = reinterpret_cast<__nv_bfloat16*>(reinterpret_cast<char*>(p.dC) + 2);  // bf16 pairs need 4 B
+  EXPECT_FALSE(rung(15)->supports(a, d).empty()) << "decode rung 15 accepted a 2-byte aligned C";
   a = p.args();
   a.K = 12;
   EXPECT_THROW(kl::gemm_bf16(a, 0), kl::BadArgument);  // entry point refuses, no launch

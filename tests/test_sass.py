@@ -6,7 +6,7 @@
 Issues 6 and 8 ask that the wgmma rungs show HGMMA in their SASS; the design notes also say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
-  - every Hopper GEMM kernel (rungs 05-09, 12-14, and rung 11's wgmma tiles) and every Hopper
+  - every Hopper GEMM kernel (rungs 05-09, 12-15, and rung 11's wgmma tiles) and every Hopper
     attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
@@ -101,8 +101,8 @@ def main(build):
 
     g = found["bench_gemm_bf16"]
     hopper_gemm = (r"^(void )?kl::hopper_gemm::((tma_store|cluster)::kernel<|\(anonymous namespace\)::"
-                   r"(k0[567]|k14)\(|\(anonymous namespace\)::k11<[48],)")
-    rule(g, hopper_gemm, 12, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
+                   r"(k0[567]|k14)\(|\(anonymous namespace\)::k11<[48],|\(anonymous namespace\)::k15<)")
+    rule(g, hopper_gemm, 15, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
     rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::k11<[12],", 2, "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[0-4][<(]", 10, "gemm_bf16 part 1", need=("HMMA",))
     # The 128x256 tile of rungs 03/04 (255 registers, InteriorCopies' pointers among them): no spill.
