@@ -66,13 +66,19 @@ static_assert(W_BYTES % 1024 == 0, "stages stay 1024-aligned");
 __host__ __device__ constexpr int stage_bytes(int MP) { return MP * 128 + W_BYTES; }
 __host__ __device__ constexpr int slack_bytes(int MP) { return 64 * 128 > stage_bytes(MP) ? 64 * 128 - stage_bytes(MP) : 0; }
 
-template <int MP>
+// P (probe, experiment rows 75-79 only; 0 everywhere else), bits: 1 = no multicast (no cluster:
+// each CTA loads its whole activation box), 2 = the tensor-core work issued twice per stage (the
+// copy into a dropped accumulator: exact results), 8 = no stagger (every cluster walks K from
+// k-block 0, so all CTAs read the same activation lines at the same time).
+template <int MP, int P = 0>
 __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
     k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
-  constexpr int MH = MP / CL;                  // activation rows this CTA loads (and multicasts)
+  constexpr bool MC = (P & 1) == 0;            // activation box multicast in a 2-CTA cluster
+  constexpr int NCL = MC ? CL : 1;             // CTAs sharing a slot
+  constexpr int MH = MP / NCL;                 // activation rows this CTA loads (and multicasts)
   constexpr int STAGE = stage_bytes(MP);
   static_assert((MH * 128) % 1024 == 0, "each half starts on a swizzle atom");
   extern __shared__ uint8_t smem_raw[];
@@ -82,7 +88,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
   uint8_t* ring = smem + HEAD;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int rank = static_cast<int>(cluster_ctarank());
+  const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
   const int n0 = blockIdx.x * BN;  // this CTA's first output column (>= N: the spare of a pair)
   const int num_k = ceil_div(K, kBK);
 
@@ -92,7 +98,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
-    mbar_ring_init(full, empty, stages, 4 * CL);
+    mbar_ring_init(full, empty, stages, 4 * NCL);
   }
   cluster_sync();  // both CTAs' barriers initialised before any multicast or remote arrive
 
@@ -102,21 +108,37 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // The first `pre` stages get their W box first, then the wait, then their activation halves.
     if (lane == 0) {
       const int pre = min(num_k, min(stages, wpre));
-      const int wrow = min(n0, N - 1);             // spare CTA: clamped, its products are dropped
-      const int arow = min(rank * MH, M - 1);      // half wholly past M: clamped, junk rows
-      const uint16_t both = (1u << CL) - 1;
+      const int wrow = min(n0, N - 1);  // spare CTA: clamped, its products are dropped
+      // Rank 1's half when M <= MP / 2 would be rows wholly past M: not loaded at all (its smem
+      // rows stay junk; accumulator rows >= M are never stored). Both CTAs expect the same bytes.
+      const bool two = !MC || M > MH;
+      const bool mine = rank == 0 || two;
+      const uint32_t bytes = W_BYTES + (MC ? (two ? 2 : 1) * MH * 128 : MP * 128);
+      // Stagger: cluster c walks K from k-block c * num_k / clusters (wrapping), so at any moment
+      // the clusters read different activation lines (unstaggered, all 128 CTAs ask the same L2
+      // lines for the same k-block at once). Both CTAs of a cluster walk the same order (they
+      // share each activation box); the order is fixed per CTA, so C is bitwise repeatable.
+      const int clusters = gridDim.x / NCL, cid = blockIdx.x / NCL;
+      const int k_off = (P & 8) ? 0 : static_cast<int>((long long)cid * num_k / clusters);
+      auto kphys = [&](int kb) { const int k = kb + k_off; return (k < num_k ? k : k - num_k) * kBK; };
+      auto load_a = [&](int kb, int s) {
+        uint8_t* dst = ring + s * STAGE + rank * MH * 128;
+        if constexpr (MC) {
+          if (mine) tma_load_2d_multicast(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1));
+        } else {
+          tma_load_2d(dst, &tmA, &full[s], kphys(kb), 0);
+        }
+      };
       if (num_k == 0) pdl_wait();
       for (int kb = 0; kb < num_k; ++kb) {
         const int s = kb % stages, r = kb / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // both CTAs' consumers released slot s
-        mbar_arrive_expect_tx(&full[s], STAGE);  // own W box + both activation halves
-        uint8_t* st = ring + s * STAGE;
-        tma_load_2d(st + MP * 128, &tmW, &full[s], kb * kBK, wrow);
-        if (kb >= pre) tma_load_2d_multicast(st + rank * MH * 128, &tmA, &full[s], kb * kBK, arow, both);
+        mbar_arrive_expect_tx(&full[s], bytes);  // own W box + the activation halves
+        tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow);
+        if (kb >= pre) load_a(kb, s);
         if (kb == pre - 1) {
           pdl_wait();
-          for (int j = 0; j < pre; ++j)
-            tma_load_2d_multicast(ring + j * STAGE + rank * MH * 128, &tmA, &full[j], j * kBK, arow, both);
+          for (int j = 0; j < pre; ++j) load_a(j, j);
         }
       }
     }
@@ -124,9 +146,9 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
   } else {
     // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator.
     const int q = warp / 4, t128 = tid % 128;
-    float acc[BN / 2];
+    float acc[BN / 2], dup[BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f, dup[i] = 0.f;
     int prev = -1;  // this warpgroup's previous k-block: its slot is released one k-block late
     for (int kb = q; kb < num_k; kb += 2) {
       const int s = kb % stages;
@@ -137,17 +159,25 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
+      if constexpr ((P & 2) != 0) {
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(dup, da + 2 * kk, db + 2 * kk, 1);
+      }
       wgmma_commit();
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0)
 #pragma unroll
-        for (int c = 0; c < CL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
+        for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
       prev = kb;
     }
     wgmma_wait<0>();
     if (prev >= 0 && lane == 0)
 #pragma unroll
-      for (int c = 0; c < CL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
+      for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
+    if constexpr ((P & 2) != 0)  // keep the probe's copy alive (K is never negative)
+      if (K < 0)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[i] += dup[i];
     // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
     // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
     named_barrier_sync(1, CWARPS * 32);
@@ -235,32 +265,38 @@ Cfg15 choose(int M, int N) {
   return c;
 }
 
-template <int MP>
+template <int MP, int P = 0>
 void launch_mp(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
-  const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MP / CL, kBK,
+  constexpr bool MC = (P & 1) == 0;
+  const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MC ? MP / CL : MP, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k15<MP>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&k15<MP, P>), SMEM_OPTIN);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(cf.grid, 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
   cfg.dynamicSmemBytes = cf.smem;
   cfg.stream = s;
   cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CL, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-  attr[1] = pdl_attribute();  // only on created streams (pdl.cuh)
+  int n = 0;
+  if (MC) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = CL, attr[n].val.clusterDim.y = 1, attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_stream(s)) attr[n++] = pdl_attribute();  // only on created streams (pdl.cuh)
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_stream(s) ? 2 : 1;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
+  cfg.numAttrs = n;
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP, P>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
   KL_CHECK_LAUNCH();
 }
 
+template <int P = 0>
 void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
-  if (cf.mp == 16) launch_mp<16>(a, cf, s);
-  else if (cf.mp == 32) launch_mp<32>(a, cf, s);
-  else launch_mp<64>(a, cf, s);
+  if (cf.mp == 16) launch_mp<16, P>(a, cf, s);
+  else if (cf.mp == 32) launch_mp<32, P>(a, cf, s);
+  else launch_mp<64, P>(a, cf, s);
 }
 
 }  // namespace
@@ -283,6 +319,16 @@ void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
   launch_cfg(a, make_cfg(a.M, a.N, cps, wpre), s);
 }
+
+// Probe rows (KL_GEMM_EXP=1 only): rung 15's plan with k15's P bits.
+template <int P>
+void launch_15_probe(const GemmBf16Args& a, cudaStream_t s) {
+  launch_cfg<P>(a, choose(a.M, a.N), s);
+}
+template void launch_15_probe<1>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<2>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<8>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<9>(const GemmBf16Args&, cudaStream_t);
 
 std::string describe_15(int M, int N) {
   const Cfg15 c = choose(M, N);

@@ -109,9 +109,6 @@ std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
 void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
 template <int CPS>
 void launch15_cps(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_forced(a, CPS, 2, s); }
-void launch15_cps1_wall(const GemmBf16Args& a, cudaStream_t s) {
-  hopper_gemm::launch_15_forced(a, 1, 1 << 20, s);
-}
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -132,12 +129,16 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  t.push_back({75, "x15_cps2", "experiment: rung 15, ring sized for 2 CTAs per SM", hopper_gemm::supports_15,
-               launch15_cps<2>});
-  t.push_back({76, "x15_cps3", "experiment: rung 15, ring sized for 3 CTAs per SM", hopper_gemm::supports_15,
+  t.push_back({75, "x15_no_stagger", "experiment: rung 15, every cluster walks K from k-block 0",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<8>});
+  t.push_back({76, "x15_no_multicast", "experiment: rung 15 without clusters: each CTA loads its whole activation box",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<1>});
+  t.push_back({77, "x15_no_mc_no_stagger", "experiment: rung 15 without clusters and without the stagger",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<9>});
+  t.push_back({78, "p15_mma_x2", "probe: rung 15's plan, tensor-core work issued twice per stage",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<2>});
+  t.push_back({79, "x15_cps3", "experiment: rung 15, ring sized for 3 CTAs per SM", hopper_gemm::supports_15,
                launch15_cps<3>});
-  t.push_back({77, "x15_cps1_wall", "experiment: rung 15, 1 CTA per SM, the whole ring's W before the PDL wait",
-               hopper_gemm::supports_15, launch15_cps1_wall});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 

@@ -85,6 +85,10 @@ void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
 std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
+// Rung 15's plan with probe bits P (15_decode_multicast.cu, k15): 1 no multicast, 2 tensor work
+// issued twice, 8 no stagger; instantiated for P = 1, 2, 8, 9 (experiment rows 75-78).
+template <int P>
+void launch_15_probe(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
