@@ -68,8 +68,9 @@ __host__ __device__ constexpr int slack_bytes(int MP) { return 64 * 128 > stage_
 
 // P (probe, experiment rows 75-79 only; 0 everywhere else), bits: 1 = no multicast (no cluster:
 // each CTA loads its whole activation box), 2 = the tensor-core work issued twice per stage (the
-// copy into a dropped accumulator: exact results), 8 = no stagger (every cluster walks K from
-// k-block 0, so all CTAs read the same activation lines at the same time).
+// copy into a dropped accumulator: exact results), 4 = each stage drained (wait_group 0) and
+// released at once, 8 = no stagger (every cluster walks K from k-block 0, so all CTAs read the
+// same activation lines at the same time), 16 = no L2 cache policies on the loads.
 template <int MP, int P = 0>
 __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
     k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
@@ -121,12 +122,22 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       const int clusters = gridDim.x / NCL, cid = blockIdx.x / NCL;
       const int k_off = (P & 8) ? 0 : static_cast<int>((long long)cid * num_k / clusters);
       auto kphys = [&](int kb) { const int k = kb + k_off; return (k < num_k ? k : k - num_k) * kBK; };
+      // L2 policies: W is read once (evict first), the activations by every cluster (evict last);
+      // without them the W stream evicts the activation lines between the clusters' reads.
+      const uint64_t pol_w = (P & 16) ? 0 : l2_policy_evict_first();
+      const uint64_t pol_a = (P & 16) ? 0 : l2_policy_evict_last();
       auto load_a = [&](int kb, int s) {
         uint8_t* dst = ring + s * STAGE + rank * MH * 128;
         if constexpr (MC) {
-          if (mine) tma_load_2d_multicast(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1));
+          if (mine) {
+            if constexpr ((P & 16) != 0)
+              tma_load_2d_multicast(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1));
+            else
+              tma_load_2d_multicast_hint(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1), pol_a);
+          }
         } else {
-          tma_load_2d(dst, &tmA, &full[s], kphys(kb), 0);
+          if constexpr ((P & 16) != 0) tma_load_2d(dst, &tmA, &full[s], kphys(kb), 0);
+          else tma_load_2d_hint(dst, &tmA, &full[s], kphys(kb), 0, pol_a);
         }
       };
       if (num_k == 0) pdl_wait();
@@ -134,7 +145,8 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
         const int s = kb % stages, r = kb / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // both CTAs' consumers released slot s
         mbar_arrive_expect_tx(&full[s], bytes);  // own W box + the activation halves
-        tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow);
+        if constexpr ((P & 16) != 0) tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow);
+        else tma_load_2d_hint(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow, pol_w);
         if (kb >= pre) load_a(kb, s);
         if (kb == pre - 1) {
           pdl_wait();
@@ -164,6 +176,13 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
         for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(dup, da + 2 * kk, db + 2 * kk, 1);
       }
       wgmma_commit();
+      if constexpr ((P & 4) != 0) {  // probe: drain and release this stage at once
+        wgmma_wait<0>();
+        if (lane == 0)
+#pragma unroll
+          for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[s], c);
+        continue;
+      }
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0)
 #pragma unroll
@@ -326,9 +345,10 @@ void launch_15_probe(const GemmBf16Args& a, cudaStream_t s) {
   launch_cfg<P>(a, choose(a.M, a.N), s);
 }
 template void launch_15_probe<1>(const GemmBf16Args&, cudaStream_t);
-template void launch_15_probe<2>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<4>(const GemmBf16Args&, cudaStream_t);
 template void launch_15_probe<8>(const GemmBf16Args&, cudaStream_t);
-template void launch_15_probe<9>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<16>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<24>(const GemmBf16Args&, cudaStream_t);
 
 std::string describe_15(int M, int N) {
   const Cfg15 c = choose(M, N);

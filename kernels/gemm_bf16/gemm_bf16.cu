@@ -107,8 +107,6 @@ std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
   return hopper_gemm::supports_14_forced(a, d, +2);
 }
 void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
-template <int CPS>
-void launch15_cps(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_forced(a, CPS, 2, s); }
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -133,12 +131,12 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<8>});
   t.push_back({76, "x15_no_multicast", "experiment: rung 15 without clusters: each CTA loads its whole activation box",
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<1>});
-  t.push_back({77, "x15_no_mc_no_stagger", "experiment: rung 15 without clusters and without the stagger",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<9>});
-  t.push_back({78, "p15_mma_x2", "probe: rung 15's plan, tensor-core work issued twice per stage",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<2>});
-  t.push_back({79, "x15_cps3", "experiment: rung 15, ring sized for 3 CTAs per SM", hopper_gemm::supports_15,
-               launch15_cps<3>});
+  t.push_back({77, "x15_no_l2_hints", "experiment: rung 15 without the L2 policies (W evict-first, activations evict-last)",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<16>});
+  t.push_back({78, "x15_release_now", "experiment: rung 15, each stage drained and released at once (wait_group 0)",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<4>});
+  t.push_back({79, "x15_no_hints_no_stagger", "experiment: rung 15 without the L2 policies and without the stagger",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<24>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 
