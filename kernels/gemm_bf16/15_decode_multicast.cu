@@ -67,10 +67,9 @@ __host__ __device__ constexpr int stage_bytes(int MP) { return MP * 128 + W_BYTE
 __host__ __device__ constexpr int slack_bytes(int MP) { return 64 * 128 > stage_bytes(MP) ? 64 * 128 - stage_bytes(MP) : 0; }
 
 // P (probe, experiment rows 75-79 only; 0 everywhere else), bits: 1 = no multicast (no cluster:
-// each CTA loads its whole activation box), 2 = the tensor-core work issued twice per stage (the
-// copy into a dropped accumulator: exact results), 4 = each stage drained (wait_group 0) and
-// released at once, 8 = no stagger (every cluster walks K from k-block 0, so all CTAs read the
-// same activation lines at the same time), 16 = no L2 cache policies on the loads.
+// each CTA loads its whole activation box), 4 = one producer lane, 8 = stagger (cluster
+// c starts its walk over K at k-block c * num_k / clusters), 16 = no L2 cache policies, 32 = two
+// producer lanes.
 template <int MP, int P = 0>
 __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
     k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
@@ -104,10 +103,17 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
   cluster_sync();  // both CTAs' barriers initialised before any multicast or remote arrive
 
   if (warp == CWARPS) {
-    // ---- producer: W (weights, never written by a kernel) may be requested before
-    // griddepcontrol.wait; the activations (possibly the previous kernel's output) only after.
-    // The first `pre` stages get their W box first, then the wait, then their activation halves.
-    if (lane == 0) {
+    // ---- producer: lanes 0..NL-1 each own every NL-th k-block (lane j: k-blocks j, j + NL, ...).
+    // One thread walking the ring issued a stage every ~300 ns (ncu: the consumers' full-barrier
+    // waits held 41% of the samples, DRAM 23% busy): each k-block is a chain of dependent steps
+    // (slot arithmetic, the empty-barrier try_wait, expect_tx, two TMA issues) that one thread
+    // runs in series. NL lanes of one warp run the same chain side by side, so a pass issues NL
+    // stages. Slots and phases advance by addition (no division by the runtime ring depth).
+    // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
+    // activations (possibly the previous kernel's output) only after: the first `pre` stages get
+    // their W box, every lane waits, then their activation halves.
+    constexpr int NL = (P & 4) ? 1 : (P & 32) ? 2 : 4;  // <= 4 <= stages (make_cfg)
+    if (lane < NL) {
       const int pre = min(num_k, min(stages, wpre));
       const int wrow = min(n0, N - 1);  // spare CTA: clamped, its products are dropped
       // Rank 1's half when M <= MP / 2 would be rows wholly past M: not loaded at all (its smem
@@ -115,88 +121,83 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       const bool two = !MC || M > MH;
       const bool mine = rank == 0 || two;
       const uint32_t bytes = W_BYTES + (MC ? (two ? 2 : 1) * MH * 128 : MP * 128);
-      // Stagger: cluster c walks K from k-block c * num_k / clusters (wrapping), so at any moment
-      // the clusters read different activation lines (unstaggered, all 128 CTAs ask the same L2
-      // lines for the same k-block at once). Both CTAs of a cluster walk the same order (they
-      // share each activation box); the order is fixed per CTA, so C is bitwise repeatable.
+      // Probe P & 8, stagger: cluster c walks K from k-block c * num_k / clusters (wrapping), so
+      // the clusters read different activation lines at any moment (measured slower: run 2).
       const int clusters = gridDim.x / NCL, cid = blockIdx.x / NCL;
-      const int k_off = (P & 8) ? 0 : static_cast<int>((long long)cid * num_k / clusters);
-      auto kphys = [&](int kb) { const int k = kb + k_off; return (k < num_k ? k : k - num_k) * kBK; };
-      // L2 policies: W is read once (evict first), the activations by every cluster (evict last);
-      // without them the W stream evicts the activation lines between the clusters' reads.
+      const int k_off = (P & 8) ? static_cast<int>((long long)cid * num_k / clusters) : 0;
+      auto kcol = [&](int kb) { const int k = kb + k_off; return (k < num_k ? k : k - num_k) * kBK; };
+      // L2 policies: W is read once (evict first), the activations by every cluster (evict last).
       const uint64_t pol_w = (P & 16) ? 0 : l2_policy_evict_first();
       const uint64_t pol_a = (P & 16) ? 0 : l2_policy_evict_last();
+      auto load_w = [&](int kb, int s) {
+        uint8_t* dst = ring + s * STAGE + MP * 128;
+        if constexpr ((P & 16) != 0) tma_load_2d(dst, &tmW, &full[s], kcol(kb), wrow);
+        else tma_load_2d_hint(dst, &tmW, &full[s], kcol(kb), wrow, pol_w);
+      };
       auto load_a = [&](int kb, int s) {
         uint8_t* dst = ring + s * STAGE + rank * MH * 128;
         if constexpr (MC) {
           if (mine) {
             if constexpr ((P & 16) != 0)
-              tma_load_2d_multicast(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1));
+              tma_load_2d_multicast(dst, &tmA, &full[s], kcol(kb), rank * MH, uint16_t((1u << CL) - 1));
             else
-              tma_load_2d_multicast_hint(dst, &tmA, &full[s], kphys(kb), rank * MH, uint16_t((1u << CL) - 1), pol_a);
+              tma_load_2d_multicast_hint(dst, &tmA, &full[s], kcol(kb), rank * MH, uint16_t((1u << CL) - 1), pol_a);
           }
         } else {
-          if constexpr ((P & 16) != 0) tma_load_2d(dst, &tmA, &full[s], kphys(kb), 0);
-          else tma_load_2d_hint(dst, &tmA, &full[s], kphys(kb), 0, pol_a);
+          if constexpr ((P & 16) != 0) tma_load_2d(dst, &tmA, &full[s], kcol(kb), 0);
+          else tma_load_2d_hint(dst, &tmA, &full[s], kcol(kb), 0, pol_a);
         }
       };
-      if (num_k == 0) pdl_wait();
-      for (int kb = 0; kb < num_k; ++kb) {
-        const int s = kb % stages, r = kb / stages;
-        mbar_wait(&empty[s], (r & 1) ^ 1);  // both CTAs' consumers released slot s
-        mbar_arrive_expect_tx(&full[s], bytes);  // own W box + the activation halves
-        if constexpr ((P & 16) != 0) tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow);
-        else tma_load_2d_hint(ring + s * STAGE + MP * 128, &tmW, &full[s], kphys(kb), wrow, pol_w);
-        if (kb >= pre) load_a(kb, s);
-        if (kb == pre - 1) {
-          pdl_wait();
-          for (int j = 0; j < pre; ++j) load_a(j, j);
-        }
+      // The first `pre` k-blocks use slots 0..pre-1 in their first round (free: no wait).
+      for (int kb = lane; kb < pre; kb += NL) {
+        mbar_arrive_expect_tx(&full[kb], bytes);  // own W box + the activation halves
+        load_w(kb, kb);
+      }
+      pdl_wait();
+      for (int kb = lane; kb < pre; kb += NL) load_a(kb, kb);
+      int s = pre + lane;
+      uint32_t ph = 0;  // round parity of slot s
+      if (s >= stages) s -= stages, ph = 1;
+      for (int kb = pre + lane; kb < num_k; kb += NL) {
+        mbar_wait(&empty[s], ph ^ 1);  // both CTAs' consumers released slot s (round 0: at once)
+        mbar_arrive_expect_tx(&full[s], bytes);
+        load_w(kb, s);
+        load_a(kb, s);
+        s += NL;
+        if (s >= stages) s -= stages, ph ^= 1;
       }
     }
     __syncwarp();
   } else {
-    // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator.
+    // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator; slots
+    // and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
-    float acc[BN / 2], dup[BN / 2];
+    float acc[BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f, dup[i] = 0.f;
-    int prev = -1;  // this warpgroup's previous k-block: its slot is released one k-block late
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    int s = q, prev = -1;  // prev: the slot of this warpgroup's previous k-block, released one late
+    uint32_t ph = 0;
     for (int kb = q; kb < num_k; kb += 2) {
-      const int s = kb % stages;
-      mbar_wait(&full[s], (kb / stages) & 1);
+      mbar_wait(&full[s], ph);
       uint8_t* st = ring + s * STAGE;
       const uint64_t da = make_smem_desc_sw128(st);
       const uint64_t db = make_smem_desc_sw128(st + MP * 128);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
-      if constexpr ((P & 2) != 0) {
-#pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(dup, da + 2 * kk, db + 2 * kk, 1);
-      }
       wgmma_commit();
-      if constexpr ((P & 4) != 0) {  // probe: drain and release this stage at once
-        wgmma_wait<0>();
-        if (lane == 0)
-#pragma unroll
-          for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[s], c);
-        continue;
-      }
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0)
 #pragma unroll
-        for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
-      prev = kb;
+        for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev], c);
+      prev = s;
+      s += 2;
+      if (s >= stages) s -= stages, ph ^= 1;
     }
     wgmma_wait<0>();
     if (prev >= 0 && lane == 0)
 #pragma unroll
-      for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev % stages], c);
-    if constexpr ((P & 2) != 0)  // keep the probe's copy alive (K is never negative)
-      if (K < 0)
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[i] += dup[i];
+      for (int c = 0; c < NCL; ++c) mbar_arrive_remote(&empty[prev], c);
     // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
     // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
     named_barrier_sync(1, CWARPS * 32);
@@ -348,7 +349,7 @@ template void launch_15_probe<1>(const GemmBf16Args&, cudaStream_t);
 template void launch_15_probe<4>(const GemmBf16Args&, cudaStream_t);
 template void launch_15_probe<8>(const GemmBf16Args&, cudaStream_t);
 template void launch_15_probe<16>(const GemmBf16Args&, cudaStream_t);
-template void launch_15_probe<24>(const GemmBf16Args&, cudaStream_t);
+template void launch_15_probe<32>(const GemmBf16Args&, cudaStream_t);
 
 std::string describe_15(int M, int N) {
   const Cfg15 c = choose(M, N);

@@ -127,16 +127,17 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  t.push_back({75, "x15_no_stagger", "experiment: rung 15, every cluster walks K from k-block 0",
+  // 75-79: rung 15 with one of its choices undone (15_decode_multicast.cu, k15's probe bits).
+  t.push_back({75, "x15_stagger", "experiment: rung 15, cluster c walks K from k-block c*num_k/clusters",
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<8>});
   t.push_back({76, "x15_no_multicast", "experiment: rung 15 without clusters: each CTA loads its whole activation box",
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<1>});
   t.push_back({77, "x15_no_l2_hints", "experiment: rung 15 without the L2 policies (W evict-first, activations evict-last)",
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<16>});
-  t.push_back({78, "x15_release_now", "experiment: rung 15, each stage drained and released at once (wait_group 0)",
+  t.push_back({78, "x15_one_lane", "experiment: rung 15 with one producer thread (the first version)",
                hopper_gemm::supports_15, hopper_gemm::launch_15_probe<4>});
-  t.push_back({79, "x15_no_hints_no_stagger", "experiment: rung 15 without the L2 policies and without the stagger",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<24>});
+  t.push_back({79, "x15_two_lanes", "experiment: rung 15 with two producer lanes",
+               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<32>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 
