@@ -279,6 +279,8 @@ TEST(GemmBf16Hopper, DecodeMulticastRungShapes) {
                         {64, 1024, 1024, "M = 64, 32 strips"},
                         {1, 4096, 1024, "M = 1, N = 4096"},
                         {5, 11008, 512, "N = 11008: 344 strips, several CTAs per SM"},
+                        {1, 11008, 4096, "M = 1, N = 11008, K = 4096: 3 CTAs per SM, the ring wraps 8 times"},
+                        {16, 11008, 4104, "M = 16, N = 11008, K = 4104"},
                         {64, 4096, 2048, "M = 64, N = 4096"},
                         {40, 2056, 4096, "ragged N (65 strips), long K"}};
   for (const Dims& d : cases) {

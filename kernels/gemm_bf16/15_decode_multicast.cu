@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
     // activations (possibly the previous kernel's output) only after: the first `pre` stages get
     // their W box, every lane waits, then their activation halves.
-    constexpr int NL = (P & 4) ? 1 : (P & 32) ? 2 : 4;  // <= 4 <= stages (make_cfg)
+    constexpr int NL = (P & 4) ? 1 : (P & 32) ? 2 : 4;  // divides stages (make_cfg: a multiple of 4)
     if (lane < NL) {
       const int pre = min(num_k, min(stages, wpre));
       const int wrow = min(n0, N - 1);  // spare CTA: clamped, its products are dropped
@@ -244,9 +244,14 @@ Cfg15 make_cfg(int M, int N, int cps, int wpre) {
   c.wpre = std::max(1, wpre);
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
   const int fixed = 1024 + HEAD + slack_bytes(c.mp);
-  // >= 4: a warpgroup holds its previous slot until its next stage's wgmmas are issued, and the
-  // two warpgroups interleave, so 3 slots can be held while the 4th is loading.
-  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp), 4, MAX_STAGES);
+  // A multiple of 4 (>= 4): slot s is then always filled by the same producer lane and consumed
+  // by the same warpgroup, so every waiter sees the rounds of its slots in order. (With 11 stages
+  // and 4 lanes, consecutive rounds of a slot went to different lanes; a lane two rounds ahead
+  // passed the empty-barrier parity test of a phase two back and re-armed a full barrier still
+  // pending: compute-sanitizer flagged the arrive.expect_tx, the bench died with a launch failure
+  // at 1x11008x4096.) At least 4 also because a warpgroup holds its previous slot until its next
+  // stage's wgmmas are issued: with the two interleaved, 3 slots can be held while the 4th loads.
+  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp) / 4 * 4, 4, MAX_STAGES);
   c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp);
   c.grid = CL * ceil_div(ceil_div(N, BN), CL);
   return c;
@@ -288,6 +293,7 @@ Cfg15 choose(int M, int N) {
 template <int MP, int P = 0>
 void launch_mp(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   constexpr bool MC = (P & 1) == 0;
+  KL_REQUIRE(cf.stages % 4 == 0 && cf.stages >= 4, "rung 15: ring depth " << cf.stages << " not a multiple of 4");
   const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MC ? MP / CL : MP, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
