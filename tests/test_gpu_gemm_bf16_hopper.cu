@@ -260,25 +260,27 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
   }
 }
 
-// Rung 15 (activations as the wgmma A operand, 32-row W strips, 2-CTA clusters multicasting the
-// activation box): one strip (a lone spare CTA in its cluster), odd strip counts (the last
-// cluster's rank 1 stores nothing and clamps its W box), M <= 8 (rank 1's activation half wholly
-// past M: clamped start), every activation box size (M <= 16 / 32 / 64), K not a multiple of 64,
-// one k-block (warpgroup 1 has nothing: its zero block is still added), long K (the ring wraps).
-TEST(GemmBf16Hopper, DecodeMulticastRungShapes) {
+// Rung 15 (activations as the wgmma A operand, 32- or 64-row W strips over the whole K, four
+// producer lanes): one strip, ragged strips (N not a multiple of 32 or 64), every activation box
+// size (M <= 16 / 32 / 64), K not a multiple of 64, one k-block (warpgroup 1 has nothing: its zero
+// block is still added), long K (the ring wraps many times), the bench's N = 11008 shapes (64-row
+// strips, several CTAs per SM). Then the experiment variants on a subset: 2-CTA multicast pairs
+// (odd strip counts leave the last cluster's rank 1 without columns; M <= 8 leaves rank 1's half
+// wholly past M), one producer lane, 32- / 64-row strips forced.
+TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
   KL_REQUIRE_GPU();
   const Dims cases[] = {{1, 8, 8, "M = 1, N = K = 8: one strip, boxes far larger than the tensors"},
-                        {1, 264, 72, "9 strips (odd), K tail"},
+                        {1, 264, 72, "9 strips, K tail"},
                         {7, 264, 72, "M < 8"},
-                        {9, 40, 1000, "M = 9: rank 1's half starts at row 8"},
-                        {8, 40, 1000, "M = 8: rank 1's half wholly past M"},
+                        {9, 40, 1000, "M = 9"},
+                        {8, 40, 1000, "M = 8"},
                         {16, 1032, 520, "M = 16: the largest 16-row box"},
                         {17, 1032, 520, "M = 17: 32-row box"},
                         {33, 96, 4104, "M = 33: 64-row box, long K"},
                         {64, 264, 264, "M = 64"},
                         {64, 1024, 1024, "M = 64, 32 strips"},
                         {1, 4096, 1024, "M = 1, N = 4096"},
-                        {5, 11008, 512, "N = 11008: 344 strips, several CTAs per SM"},
+                        {5, 11008, 512, "N = 11008: 172 strips of 64 rows, two CTAs per SM"},
                         {1, 11008, 4096, "M = 1, N = 11008, K = 4096: 3 CTAs per SM, the ring wraps 8 times"},
                         {16, 11008, 4104, "M = 16, N = 11008, K = 4104"},
                         {64, 4096, 2048, "M = 64, N = 4096"},
@@ -288,16 +290,28 @@ TEST(GemmBf16Hopper, DecodeMulticastRungShapes) {
     if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_15(d.M, d.N) << ") " << e;
   }
+  const Dims variant_cases[] = {{1, 264, 72, "9 strips (odd)"}, {8, 40, 1000, "M = 8"},
+                                {9, 40, 1000, "M = 9"}, {33, 1032, 4104, "M = 33, long K"},
+                                {64, 2056, 520, "M = 64, 65 / 33 strips"}};
+  const char* names[] = {"", "multicast pairs", "one producer lane", "32-row strips", "64-row strips"};
+  for (int v = 1; v <= 4; ++v)
+    for (const Dims& d : variant_cases) {
+      Problem p(d.M, d.N, d.K, 3);
+      p.poison();
+      kl::hopper_gemm::launch_15_variant(p.args(), v, 0);
+      sync_or_die(std::string("rung 15 variant ") + names[v] + " at " + d.what);
+      const std::string e = p.check(p.result());
+      EXPECT_TRUE(e.empty()) << "[" << d.what << "] rung 15, " << names[v] << ": " << e;
+    }
   for (int M : {1, 16, 32, 64})
     for (int N : {4096, 11008})
       std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_15(M, N).c_str());
 }
 
-// Rung 15 with its ring forced to 1-4 CTAs per SM (4 is the 4-stage minimum at M > 32: the ring
-// wraps every 4 k-blocks, both warpgroups each holding a slot) and 1, 2 or every W box before the
-// PDL wait; bitwise equal across plans (the same k-block split between the warpgroups whatever
-// the ring) and correct.
-TEST(GemmBf16Hopper, DecodeMulticastForcedRings) {
+// Rung 15 with its ring forced to 1-4 CTAs per SM (the 4-stage minimum wraps every 4 k-blocks,
+// both warpgroups each holding a slot) and 1, 2 or every W box before the PDL wait; bitwise equal
+// across plans (the same k-block split between the warpgroups whatever the ring) and correct.
+TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
   KL_REQUIRE_GPU();
   const Dims shapes[] = {{1, 1032, 520, "M = 1"}, {16, 264, 4104, "M = 16, long K"},
                          {17, 1448, 1000, "M = 17"}, {47, 264, 2056, "M = 47"},
@@ -326,7 +340,7 @@ TEST(GemmBf16Hopper, DecodeMulticastForcedRings) {
 // Rung 15 under programmatic dependent launch: GEMM 2 consumes GEMM 1's output as its activations,
 // launched right behind it on a created stream; its producer requests W early but the activation
 // boxes only after griddepcontrol.wait.
-TEST(GemmBf16Hopper, DecodeMulticastChainedPDL) {
+TEST(GemmBf16Hopper, DecodeNoSplitChainedPDL) {
   KL_REQUIRE_GPU();
   const auto* r = rung(15);
   ASSERT_NE(r, nullptr);

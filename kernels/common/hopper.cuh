@@ -157,37 +157,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* smem_dst, const void
       "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
 }
-// L2 eviction policies for the TMA loads below (createpolicy: a 64-bit cache-policy operand).
-// evict_first: data read once (a weight stream) leaves L2 first; evict_last: data many CTAs
-// re-read (a decode GEMM's activations) stays.
-__device__ __forceinline__ uint64_t l2_policy_evict_first() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ uint64_t l2_policy_evict_last() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-// tma_load_2d / tma_load_2d_multicast with an L2 cache policy (.L2::cache_hint).
-__device__ __forceinline__ void tma_load_2d_hint(void* smem_dst, const void* tmap, uint64_t* bar,
-                                                 int c0, int c1, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(hp_smem_u32(smem_dst)),
-      "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_2d_multicast_hint(void* smem_dst, const void* tmap,
-                                                           uint64_t* bar, int c0, int c1,
-                                                           uint16_t cta_mask, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;\n" ::"r"(hp_smem_u32(smem_dst)),
-      "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask), "l"(policy)
-      : "memory");
-}
 // TMA store of a shared tile (box of the map) to global; parts outside the tensor are clipped.
 // Caller: fence_proxy_async_smem() by the writers + a barrier, then one thread issues the store.
 __device__ __forceinline__ void tma_store_2d(const void* tmap, const void* smem_src, int c0,

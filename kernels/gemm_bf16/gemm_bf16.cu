@@ -107,6 +107,8 @@ std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
   return hopper_gemm::supports_14_forced(a, d, +2);
 }
 void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
+template <int V>
+void launch15_variant(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_variant(a, V, s); }
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -127,17 +129,15 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  // 75-79: rung 15 with one of its choices undone (15_decode_multicast.cu, k15's probe bits).
-  t.push_back({75, "x15_stagger", "experiment: rung 15, cluster c walks K from k-block c*num_k/clusters",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<8>});
-  t.push_back({76, "x15_no_multicast", "experiment: rung 15 without clusters: each CTA loads its whole activation box",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<1>});
-  t.push_back({77, "x15_no_l2_hints", "experiment: rung 15 without the L2 policies (W evict-first, activations evict-last)",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<16>});
-  t.push_back({78, "x15_one_lane", "experiment: rung 15 with one producer thread (the first version)",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<4>});
-  t.push_back({79, "x15_two_lanes", "experiment: rung 15 with two producer lanes",
-               hopper_gemm::supports_15, hopper_gemm::launch_15_probe<32>});
+  // 75-78: rung 15 with one of its choices undone (15_decode_no_split.cu).
+  t.push_back({75, "x15_multicast", "experiment: rung 15 in 2-CTA clusters, each loading half the activation box and multicasting it",
+               hopper_gemm::supports_15, launch15_variant<1>});
+  t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
+               hopper_gemm::supports_15, launch15_variant<2>});
+  t.push_back({77, "x15_bn32", "experiment: rung 15 with 32-row W strips whatever N",
+               hopper_gemm::supports_15, launch15_variant<3>});
+  t.push_back({78, "x15_bn64", "experiment: rung 15 with 64-row W strips whatever N",
+               hopper_gemm::supports_15, launch15_variant<4>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 

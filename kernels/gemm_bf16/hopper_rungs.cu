@@ -44,8 +44,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "rung 12 + DP/Stream-K hybrid: the last partial wave + one wave split in k-block "
                "ranges over all SMs, deterministic epoch fixup through the workspace",
                supports_14, launch_14});
-  t.push_back({15, "decode_multicast",
-               "M <= 64: activations as the wgmma A operand, 32-row W strips over the whole K (no "
-               "split, no reduction), 2-CTA clusters multicasting the activation box",
+  t.push_back({15, "decode_no_split",
+               "M <= 64: activations as the wgmma A operand, 32/64-row W strips as B over the whole K "
+               "(no split, no reduction), four producer lanes",
                supports_15, launch_15});
 }

@@ -1,0 +1,382 @@
+// Rung 15 — decode_no_split: the M <= 64 stream over W with no K split and no reduction: the
+// activations are the wgmma A operand (m64), a 32- or 64-row W strip the B operand (n32 / n64),
+// every CTA runs the whole K and writes its C columns straight from the accumulators, and four
+// producer lanes keep the TMA ring full.
+//
+// Change from rung 11 (the previous decode rung): which operand is which, and so how the work is
+// cut. Rung 11 put W in the wgmma A slot (m64: 64 W rows per slab), so N = 4096 had only 64 strips
+// and it split K over a 2-CTA cluster to reach 128 CTAs, summing the halves through DSMEM after a
+// cluster barrier: 2.2-3.0 us of tail after the mainloop at M = 32 / 64 (tools/gemm_trace,
+// docs/gemm_bf16.md "The decode rung, fourth pass"). Here the activation box (MP = 16, 32 or 64
+// rows: M rounded up, zero-filled by TMA past M) is A and W is B, so a CTA owns BN output columns
+// over the whole K: N = 4096 -> 128 CTAs of 32 rows, no reduction. What stays from rung 11: one
+// producer warp issuing TMA into a full/empty mbarrier ring, programmatic dependent launch with the
+// first W boxes requested before griddepcontrol.wait, a ring sized so the grid runs in one wave.
+//  * Producer: four lanes of the producer warp, lane j issuing k-blocks j, j + 4, ... The first
+//    version had one thread and ran at ~300 ns per k-block whatever the ring depth (24.5 us at
+//    4096^2 for every M): ncu put 41% of the warp samples in the consumers' full-barrier wait with
+//    DRAM 23% busy, i.e. the single thread's per-k-block chain (a division by the runtime ring
+//    depth, the empty-barrier try_wait, expect_tx, two TMA issues) was the stream's rate. Slot and
+//    phase now advance by addition and four chains run side by side (results/h200/dev/dec15/).
+//  * Two consumer warpgroups take alternate k-blocks into their own accumulators; warpgroup 1
+//    parks its 64 x BN fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
+//    bitwise repeatable) and stores bf16 C (rows >= M, columns >= N skipped).
+//  * Stage = [activation box MP x 128 B][W box BN x 128 B], both 1024-aligned (swizzle atoms). The
+//    m64 A descriptor reads 64 rows: with MP < 64 the rows past MP read the W box and the next
+//    stage (or the slack after the ring): junk accumulator rows >= M, never stored.
+//  * Ring depth a multiple of 4: every round of a slot is issued by one producer lane and consumed
+//    by one warpgroup, in order (make_cfg: what broke without it).
+// Measured and not kept (experiment rows 75-78, docs/gemm_bf16.md "Rung 15"): 2-CTA clusters of
+// neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.5-1.5 us slower here),
+// a stagger of each cluster's walk over K (slower), L2 evict-first / evict-last policies on the
+// loads (no change), one producer thread (the first version).
+// Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the
+// consumers' wgmma reads; a consumer warp releases a slot after wgmma.wait_group has completed the
+// reads of it. The ring is reused for warpgroup 1's partial only after both warpgroups have waited
+// on every full barrier (every TMA write landed) and drained their wgmmas (named barrier of the
+// 256 consumers).
+// Measured (H200): see docs/gemm_bf16.md "Rung 15".
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "common/pdl.cuh"
+#include "gemm_bf16/hopper_gemm.cuh"
+
+namespace kl {
+namespace hopper_gemm {
+namespace {
+
+constexpr int CL = 2;                      // cluster of the multicast experiment (row 75)
+constexpr int CWARPS = 8;                  // two consumer warpgroups
+constexpr int THREADS = CWARPS * 32 + 32;  // + one producer warp = 288
+constexpr int NL = 4;                      // producer lanes (row 76: one)
+constexpr int HEAD = 1024;                 // mbarriers (<= 2 x 64 x 8 B) ahead of the ring
+constexpr int MAX_STAGES = 64;
+constexpr int SMEM_OPTIN = 227 * 1024;
+constexpr int MAX_CPS = 4;                 // CTAs per SM the plan may size the ring for
+static_assert(2 * MAX_STAGES * 8 <= HEAD, "barriers fit the head");
+static_assert(MAX_STAGES % NL == 0, "ring depths are multiples of the producer lanes");
+
+// Bytes of one stage (MP activation rows + BN W rows, 128 B each: both 1024-aligned), and the slack
+// the m64 A descriptor may read past the last stage (64 rows from the activation box's start).
+__host__ __device__ constexpr int stage_bytes(int MP, int BN) { return (MP + BN) * 128; }
+__host__ __device__ constexpr int slack_bytes(int MP, int BN) {
+  return 64 * 128 > stage_bytes(MP, BN) ? 64 * 128 - stage_bytes(MP, BN) : 0;
+}
+
+// MP: activation box rows (M rounded up: 16, 32, 64); BN: W rows per CTA (wgmma n: 32 or 64).
+// MC (experiment row 75): 2-CTA clusters of neighbouring strips, each CTA loading half of every
+// activation box and multicasting it to both. LANES: producer lanes (experiment row 76: 1).
+template <int MP, int BN, bool MC = false, int LANES = NL>
+__global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
+    k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+        __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
+  static_assert(BN == 32 || BN == 64, "W rows per CTA (wgmma n)");
+  constexpr int NCL = MC ? CL : 1;             // CTAs sharing a slot
+  constexpr int MH = MP / NCL;                 // activation rows this CTA loads (and multicasts)
+  constexpr int STAGE = stage_bytes(MP, BN);
+  static_assert((MH * 128) % 1024 == 0, "each half starts on a swizzle atom");
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = align1024(smem_raw);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);  // [stages] in the head
+  uint64_t* empty = full + stages;
+  uint8_t* ring = smem + HEAD;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
+  const int n0 = blockIdx.x * BN;  // this CTA's first output column (>= N: the spare of a pair)
+  const int num_k = ceil_div(K, kBK);
+
+  // The next kernel of the stream may place its CTAs as ours leave (it waits for our completion
+  // before reading what we write).
+  pdl_trigger();
+  if (tid == 0) {
+    tma_prefetch_desc(&tmA);
+    tma_prefetch_desc(&tmW);
+    mbar_ring_init(full, empty, stages, 4 * NCL);
+  }
+  if constexpr (MC) cluster_sync();  // both CTAs' barriers initialised before any multicast
+  else __syncthreads();
+
+  if (warp == CWARPS) {
+    // ---- producer: lanes 0..LANES-1 each own every LANES-th k-block (lane j: k-blocks j,
+    // j + LANES, ...). One thread walking the ring issued a stage every ~300 ns (ncu: the
+    // consumers' full-barrier waits held 41% of the samples, DRAM 23% busy): each k-block is a
+    // chain of dependent steps (slot arithmetic, the empty-barrier try_wait, expect_tx, two TMA
+    // issues) that one thread runs in series. LANES lanes of one warp run the same chain side by
+    // side. Slots and phases advance by addition (no division by the runtime ring depth), and the
+    // ring depth is a multiple of LANES, so every round of slot s is issued by the same lane, in
+    // order (make_cfg says what broke otherwise).
+    // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
+    // activations (possibly the previous kernel's output) only after: the first `pre` stages get
+    // their W box, every lane waits, then their activation boxes.
+    if (lane < LANES) {
+      const int pre = min(num_k, min(stages, wpre));
+      const int wrow = min(n0, N - 1);  // spare CTA of a cluster: clamped, its products dropped
+      // Multicast: rank 1's half when M <= MP / 2 would be rows wholly past M: not loaded at all
+      // (its smem rows stay junk; accumulator rows >= M are never stored). Both CTAs expect the
+      // bytes actually sent.
+      const bool two = !MC || M > MH;
+      const bool mine = rank == 0 || two;
+      const uint32_t bytes = BN * 128 + (MC ? (two ? 2 : 1) * MH * 128 : MP * 128);
+      auto load_w = [&](int kb, int s) {
+        tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kb * kBK, wrow);
+      };
+      auto load_a = [&](int kb, int s) {
+        uint8_t* dst = ring + s * STAGE + rank * MH * 128;
+        if constexpr (MC) {
+          if (mine) tma_load_2d_multicast(dst, &tmA, &full[s], kb * kBK, rank * MH, uint16_t((1u << CL) - 1));
+        } else {
+          tma_load_2d(dst, &tmA, &full[s], kb * kBK, 0);
+        }
+      };
+      // The first `pre` k-blocks use slots 0..pre-1 in their first round (free: no wait).
+      for (int kb = lane; kb < pre; kb += LANES) {
+        mbar_arrive_expect_tx(&full[kb], bytes);  // own W box + the activation halves
+        load_w(kb, kb);
+      }
+      pdl_wait();
+      for (int kb = lane; kb < pre; kb += LANES) load_a(kb, kb);
+      int s = pre + lane;
+      uint32_t ph = 0;  // round parity of slot s
+      if (s >= stages) s -= stages, ph = 1;
+      for (int kb = pre + lane; kb < num_k; kb += LANES) {
+        mbar_wait(&empty[s], ph ^ 1);  // both CTAs' consumers released slot s (round 0: at once)
+        mbar_arrive_expect_tx(&full[s], bytes);
+        load_w(kb, s);
+        load_a(kb, s);
+        s += LANES;
+        if (s >= stages) s -= stages, ph ^= 1;
+      }
+    }
+    __syncwarp();
+  } else {
+    // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator; slots
+    // and phases advance by addition.
+    const int q = warp / 4, t128 = tid % 128;
+    // A slot is free once this CTA's consumers (and, with multicast, the peer's) released it.
+    auto release = [](uint64_t* bar) {
+      if constexpr (MC) {
+#pragma unroll
+        for (int c = 0; c < CL; ++c) mbar_arrive_remote(bar, c);
+      } else {
+        mbar_arrive(bar);
+      }
+    };
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
+    int s = q, prev = -1;  // prev: the slot of this warpgroup's previous k-block, released one late
+    uint32_t ph = 0;
+    for (int kb = q; kb < num_k; kb += 2) {
+      mbar_wait(&full[s], ph);
+      uint8_t* st = ring + s * STAGE;
+      const uint64_t da = make_smem_desc_sw128(st);
+      const uint64_t db = make_smem_desc_sw128(st + MP * 128);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        if constexpr (BN == 32) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
+        else wgmma_ss_m64n64k16(acc, da + 2 * kk, db + 2 * kk, 1);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();  // the group of `prev` has finished reading its slot
+      if (prev >= 0 && lane == 0) release(&empty[prev]);
+      prev = s;
+      s += 2;
+      if (s >= stages) s -= stages, ph ^= 1;
+    }
+    wgmma_wait<0>();
+    if (prev >= 0 && lane == 0) release(&empty[prev]);
+    // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
+    // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
+    named_barrier_sync(1, CWARPS * 32);
+    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private BN * 2 B
+    if (q == 1) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; i += 4)
+        *reinterpret_cast<float4*>(part + i) = make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
+    }
+    named_barrier_sync(1, CWARPS * 32);
+    if (q == 0) {
+      // Same accumulator layout in both warpgroups: thread t128 adds what thread t128 parked.
+#pragma unroll
+      for (int i = 0; i < BN / 2; i += 4) {
+        const float4 v = *reinterpret_cast<const float4*>(part + i);
+        acc[i] += v.x, acc[i + 1] += v.y, acc[i + 2] += v.z, acc[i + 3] += v.w;
+      }
+      store_acc_bounded<BN>(acc, C, M, N, 0, n0, t128);  // rows >= M, columns >= N skipped
+    }
+  }
+  if constexpr (MC) cluster_sync();  // the peer may still arrive on our empty barriers
+#endif
+}
+
+struct Cfg15 {
+  int mp = 64, bn = 32, cps = 1, stages = 4, wpre = 2, grid = 1;
+  bool mc = false;
+  size_t smem = 0;
+};
+
+template <int MP, int BN, bool MC, int LANES>
+const void* kernel_ptr() { return reinterpret_cast<const void*>(&k15<MP, BN, MC, LANES>); }
+
+// The kernel a configuration launches (every instantiation the table and the tests use).
+template <bool MC, int LANES>
+const void* kernel_of(const Cfg15& c) {
+  if (c.bn == 32) {
+    if (c.mp == 16) return kernel_ptr<16, 32, MC, LANES>();
+    if (c.mp == 32) return kernel_ptr<32, 32, MC, LANES>();
+    return kernel_ptr<64, 32, MC, LANES>();
+  }
+  if (c.mp == 16) return kernel_ptr<16, 64, MC, LANES>();
+  if (c.mp == 32) return kernel_ptr<32, 64, MC, LANES>();
+  return kernel_ptr<64, 64, MC, LANES>();
+}
+
+// The ring for `cps` CTAs per SM: 228 KB of shared memory per SM, 1 KB reserved per CTA, the
+// 1024-byte alignment pad, the head and the slack; at most MAX_STAGES stages.
+Cfg15 make_cfg(int M, int N, int bn, int cps, int wpre, bool mc) {
+  Cfg15 c;
+  c.mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
+  c.bn = bn == 64 ? 64 : 32;
+  c.mc = mc;
+  c.cps = std::clamp(cps, 1, MAX_CPS);
+  c.wpre = std::max(1, wpre);
+  const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
+  const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
+  // A multiple of 4 (>= 4): slot s is then always filled by the same producer lane and consumed
+  // by the same warpgroup, so every waiter sees the rounds of its slots in order. (With 11 stages
+  // and 4 lanes, consecutive rounds of a slot went to different lanes; a lane two rounds ahead
+  // passed the empty-barrier parity test of a phase two back and re-armed a full barrier still
+  // pending: compute-sanitizer flagged the arrive.expect_tx, the bench died with a launch failure
+  // at 1x11008x4096.) At least 4 also because a warpgroup holds its previous slot until its next
+  // stage's wgmmas are issued: with the two interleaved, 3 slots can be held while the 4th loads.
+  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / NL * NL, NL, MAX_STAGES);
+  c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
+  const int strips = ceil_div(N, c.bn);
+  c.grid = mc ? CL * ceil_div(strips, CL) : strips;
+  return c;
+}
+
+// CTAs of this configuration the device holds at once (cached occupancy queries).
+int resident(const Cfg15& c) {
+  const void* fn = c.mc ? kernel_of<true, NL>(c) : kernel_of<false, NL>(c);
+  opt_in_smem(fn, SMEM_OPTIN);
+  return c.mc ? CL * resident_clusters(fn, CL, THREADS, c.smem)
+              : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
+}
+
+// The plan: 32-row strips when they fit one CTA per SM (N <= 32 x #SMs), else 64-row strips; then
+// the deepest ring (fewest CTAs per SM) with which the whole grid is resident at once. Two W
+// boxes go out before the PDL wait (rung 11 v4's measured choice at M > 16). `bn` = 0: the plan's.
+Cfg15 plan(int M, int N, int bn, bool mc) {
+  if (bn == 0) bn = ceil_div(N, 32) <= device_info().sms ? 32 : 64;
+  for (int cps = 1; cps <= MAX_CPS; ++cps) {
+    const Cfg15 c = make_cfg(M, N, bn, cps, 2, mc);
+    if (c.grid <= resident(c)) return c;
+  }
+  return make_cfg(M, N, bn, MAX_CPS, 2, mc);  // N too large for one wave: waves of 4-per-SM rings
+}
+
+Cfg15 choose(int M, int N, int bn = 0, bool mc = false) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int, bool>, Cfg15> cache;
+  const auto key = std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, bn, mc);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const Cfg15 c = plan(M, N, bn, mc);
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, c);
+  return c;
+}
+
+template <int MP, int BN, bool MC, int LANES>
+void launch_k(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
+  KL_REQUIRE(cf.stages % NL == 0 && cf.stages >= NL, "rung 15: ring depth " << cf.stages << " not a multiple of " << NL);
+  const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MC ? MP / CL : MP, kBK,
+                                                 CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
+                                                 CU_TENSOR_MAP_SWIZZLE_128B);
+  opt_in_smem(reinterpret_cast<const void*>(&k15<MP, BN, MC, LANES>), SMEM_OPTIN);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(cf.grid, 1, 1);
+  cfg.blockDim = dim3(THREADS, 1, 1);
+  cfg.dynamicSmemBytes = cf.smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[2];
+  int n = 0;
+  if (MC) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = CL, attr[n].val.clusterDim.y = 1, attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl_stream(s)) attr[n++] = pdl_attribute();  // only on created streams (pdl.cuh)
+  cfg.attrs = attr;
+  cfg.numAttrs = n;
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP, BN, MC, LANES>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
+  KL_CHECK_LAUNCH();
+}
+
+template <bool MC = false, int LANES = NL>
+void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
+  KL_REQUIRE(cf.mc == MC, "rung 15: plan and kernel disagree on clusters");
+  if (cf.bn == 32) {
+    if (cf.mp == 16) launch_k<16, 32, MC, LANES>(a, cf, s);
+    else if (cf.mp == 32) launch_k<32, 32, MC, LANES>(a, cf, s);
+    else launch_k<64, 32, MC, LANES>(a, cf, s);
+  } else {
+    if (cf.mp == 16) launch_k<16, 64, MC, LANES>(a, cf, s);
+    else if (cf.mp == 32) launch_k<32, 64, MC, LANES>(a, cf, s);
+    else launch_k<64, 64, MC, LANES>(a, cf, s);
+  }
+}
+
+}  // namespace
+
+std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = require_sm90a(d);
+  if (!why.empty()) return why;
+  if (a.M < 1 || a.M > 64) return "decode rung takes 1 <= M <= 64";
+  if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
+  if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
+  if (!aligned(a.A, 16) || !aligned(a.W, 16)) return "A and W must be 16-byte aligned";
+  if (!aligned(a.C, 4)) return "C must be 4-byte aligned (bf16 pairs)";
+  if (d.smem_optin < SMEM_OPTIN) return "needs " + std::to_string(SMEM_OPTIN) + " B of shared memory";
+  if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
+  return "";
+}
+
+void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N), s); }
+
+void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
+  const Cfg15 p = choose(a.M, a.N);
+  launch_cfg(a, make_cfg(a.M, a.N, p.bn, cps, wpre, false), s);
+}
+
+void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
+  switch (which) {
+    case 1: return launch_cfg<true>(a, choose(a.M, a.N, 0, true), s);       // multicast pairs
+    case 2: return launch_cfg<false, 1>(a, choose(a.M, a.N), s);            // one producer lane
+    case 3: return launch_cfg(a, choose(a.M, a.N, 32), s);                  // 32-row strips
+    case 4: return launch_cfg(a, choose(a.M, a.N, 64), s);                  // 64-row strips
+    default: throw BadArgument("rung 15: no variant " + std::to_string(which));
+  }
+}
+
+std::string describe_15(int M, int N) {
+  const Cfg15 c = choose(M, N);
+  return "MP=" + std::to_string(c.mp) + " BN=" + std::to_string(c.bn) + " CTAs/SM=" +
+         std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " wpre=" +
+         std::to_string(c.wpre) + " grid=" + std::to_string(c.grid) + " smem=" + std::to_string(c.smem);
+}
+
+}  // namespace hopper_gemm
+}  // namespace kl
