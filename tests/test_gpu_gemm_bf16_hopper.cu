@@ -260,13 +260,13 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
   }
 }
 
-// Rung 15 (activations as the wgmma A operand, 32- or 64-row W strips over the whole K, four
+// Rung 15 (activations as the wgmma A operand, 32-row W strips over the whole K, four
 // producer lanes): one strip, ragged strips (N not a multiple of 32 or 64), every activation box
 // size (M <= 16 / 32 / 64), K not a multiple of 64, one k-block (warpgroup 1 has nothing: its zero
-// block is still added), long K (the ring wraps many times), the bench's N = 11008 shapes (64-row
-// strips, several CTAs per SM). Then the experiment variants on a subset: 2-CTA multicast pairs
+// block is still added), long K (the ring wraps many times), the bench's N = 11008 shapes (three
+// CTAs per SM, 8-stage rings). Then the experiment variants on a subset: 2-CTA multicast pairs
 // (odd strip counts leave the last cluster's rank 1 without columns; M <= 8 leaves rank 1's half
-// wholly past M), one producer lane, 32- / 64-row strips forced.
+// wholly past M) and one producer lane.
 TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
   KL_REQUIRE_GPU();
   const Dims cases[] = {{1, 8, 8, "M = 1, N = K = 8: one strip, boxes far larger than the tensors"},
@@ -280,7 +280,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
                         {64, 264, 264, "M = 64"},
                         {64, 1024, 1024, "M = 64, 32 strips"},
                         {1, 4096, 1024, "M = 1, N = 4096"},
-                        {5, 11008, 512, "N = 11008: 172 strips of 64 rows, two CTAs per SM"},
+                        {5, 11008, 512, "N = 11008: 344 strips, three CTAs per SM"},
                         {1, 11008, 4096, "M = 1, N = 11008, K = 4096: 3 CTAs per SM, the ring wraps 8 times"},
                         {16, 11008, 4104, "M = 16, N = 11008, K = 4104"},
                         {64, 4096, 2048, "M = 64, N = 4096"},
@@ -293,8 +293,8 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
   const Dims variant_cases[] = {{1, 264, 72, "9 strips (odd)"}, {8, 40, 1000, "M = 8"},
                                 {9, 40, 1000, "M = 9"}, {33, 1032, 4104, "M = 33, long K"},
                                 {64, 2056, 520, "M = 64, 65 / 33 strips"}};
-  const char* names[] = {"", "multicast pairs", "one producer lane", "32-row strips", "64-row strips"};
-  for (int v = 1; v <= 4; ++v)
+  const char* names[] = {"", "multicast pairs", "one producer lane"};
+  for (int v = 1; v <= 2; ++v)
     for (const Dims& d : variant_cases) {
       Problem p(d.M, d.N, d.K, 3);
       p.poison();
@@ -599,10 +599,11 @@ TEST(GemmBf16Hopper, Refusals) {
 TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
   KL_REQUIRE_GPU();
   // One shape per decode class of the pick (M <= 8, 8 < M <= 16, 16 < M <= 32, M > 32; N >= 8192
-  // with M <= 32 and M > 32), ragged, plus a Hopper prefill shape.
+  // with M <= 16, 16 < M <= 32 and M > 32), ragged, plus a Hopper prefill shape.
   for (auto s : {Dims{5, 264, 72, "decode"}, Dims{12, 264, 520, "decode, 8 < M <= 16"},
                  Dims{20, 1032, 520, "decode, 16 < M <= 32"}, Dims{40, 264, 1000, "decode, M > 32"},
-                 Dims{9, 8200, 136, "decode, wide N"}, Dims{33, 8200, 136, "decode, wide N, M > 32"},
+                 Dims{9, 8200, 136, "decode, wide N"}, Dims{20, 8200, 136, "decode, wide N, 16 < M <= 32"},
+                 Dims{33, 8200, 136, "decode, wide N, M > 32"},
                  Dims{200, 264, 72, "hopper"}}) {
     Problem p(s.M, s.N, s.K, 11);
     GemmBf16Args a = p.args();

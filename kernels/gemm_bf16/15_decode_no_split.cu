@@ -1,14 +1,14 @@
 // Rung 15 — decode_no_split: the M <= 64 stream over W with no K split and no reduction: the
-// activations are the wgmma A operand (m64), a 32- or 64-row W strip the B operand (n32 / n64),
-// every CTA runs the whole K and writes its C columns straight from the accumulators, and four
-// producer lanes keep the TMA ring full.
+// activations are the wgmma A operand (m64), a 32-row W strip the B operand (n32), every CTA runs
+// the whole K and writes its 32 C columns straight from the accumulators, and four producer lanes
+// keep the TMA ring full.
 //
 // Change from rung 11 (the previous decode rung): which operand is which, and so how the work is
 // cut. Rung 11 put W in the wgmma A slot (m64: 64 W rows per slab), so N = 4096 had only 64 strips
 // and it split K over a 2-CTA cluster to reach 128 CTAs, summing the halves through DSMEM after a
 // cluster barrier: 2.2-3.0 us of tail after the mainloop at M = 32 / 64 (tools/gemm_trace,
 // docs/gemm_bf16.md "The decode rung, fourth pass"). Here the activation box (MP = 16, 32 or 64
-// rows: M rounded up, zero-filled by TMA past M) is A and W is B, so a CTA owns BN output columns
+// rows: M rounded up, zero-filled by TMA past M) is A and W is B, so a CTA owns 32 output columns
 // over the whole K: N = 4096 -> 128 CTAs of 32 rows, no reduction. What stays from rung 11: one
 // producer warp issuing TMA into a full/empty mbarrier ring, programmatic dependent launch with the
 // first W boxes requested before griddepcontrol.wait, a ring sized so the grid runs in one wave.
@@ -19,7 +19,7 @@
 //    depth, the empty-barrier try_wait, expect_tx, two TMA issues) was the stream's rate. Slot and
 //    phase now advance by addition and four chains run side by side (results/h200/dev/dec15/).
 //  * Two consumer warpgroups take alternate k-blocks into their own accumulators; warpgroup 1
-//    parks its 64 x BN fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
+//    parks its 64 x 32 fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
 //    bitwise repeatable) and stores bf16 C (rows >= M, columns >= N skipped).
 //  * Stage = [activation box MP x 128 B][W box BN x 128 B], both 1024-aligned (swizzle atoms). The
 //    m64 A descriptor reads 64 rows: with MP < 64 the rows past MP read the W box and the next
@@ -29,7 +29,8 @@
 // Measured and not kept (experiment rows 75-78, docs/gemm_bf16.md "Rung 15"): 2-CTA clusters of
 // neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.5-1.5 us slower here),
 // a stagger of each cluster's walk over K (slower), L2 evict-first / evict-last policies on the
-// loads (no change), one producer thread (the first version).
+// loads (no change), 64-row strips at N = 11008 (slower at M >= 16), one producer thread (the first
+// version).
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the
 // consumers' wgmma reads; a consumer warp releases a slot after wgmma.wait_group has completed the
 // reads of it. The ring is reused for warpgroup 1's partial only after both warpgroups have waited
@@ -48,6 +49,7 @@ namespace kl {
 namespace hopper_gemm {
 namespace {
 
+constexpr int BN = 32;                     // W rows (output columns) per CTA: wgmma n32
 constexpr int CL = 2;                      // cluster of the multicast experiment (row 75)
 constexpr int CWARPS = 8;                  // two consumer warpgroups
 constexpr int THREADS = CWARPS * 32 + 32;  // + one producer warp = 288
@@ -59,26 +61,25 @@ constexpr int MAX_CPS = 4;                 // CTAs per SM the plan may size the 
 static_assert(2 * MAX_STAGES * 8 <= HEAD, "barriers fit the head");
 static_assert(MAX_STAGES % NL == 0, "ring depths are multiples of the producer lanes");
 
-// Bytes of one stage (MP activation rows + BN W rows, 128 B each: both 1024-aligned), and the slack
+// Bytes of one stage (MP activation rows + 32 W rows, 128 B each: both 1024-aligned), and the slack
 // the m64 A descriptor may read past the last stage (64 rows from the activation box's start).
-__host__ __device__ constexpr int stage_bytes(int MP, int BN) { return (MP + BN) * 128; }
-__host__ __device__ constexpr int slack_bytes(int MP, int BN) {
-  return 64 * 128 > stage_bytes(MP, BN) ? 64 * 128 - stage_bytes(MP, BN) : 0;
+__host__ __device__ constexpr int stage_bytes(int MP) { return (MP + BN) * 128; }
+__host__ __device__ constexpr int slack_bytes(int MP) {
+  return 64 * 128 > stage_bytes(MP) ? 64 * 128 - stage_bytes(MP) : 0;
 }
 
-// MP: activation box rows (M rounded up: 16, 32, 64); BN: W rows per CTA (wgmma n: 32 or 64).
+// MP: activation box rows (M rounded up: 16, 32, 64).
 // MC (experiment row 75): 2-CTA clusters of neighbouring strips, each CTA loading half of every
 // activation box and multicasting it to both. LANES: producer lanes (experiment row 76: 1).
-template <int MP, int BN, bool MC = false, int LANES = NL>
+template <int MP, bool MC = false, int LANES = NL>
 __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
     k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
-  static_assert(BN == 32 || BN == 64, "W rows per CTA (wgmma n)");
   constexpr int NCL = MC ? CL : 1;             // CTAs sharing a slot
   constexpr int MH = MP / NCL;                 // activation rows this CTA loads (and multicasts)
-  constexpr int STAGE = stage_bytes(MP, BN);
+  constexpr int STAGE = stage_bytes(MP);
   static_assert((MH * 128) % 1024 == 0, "each half starts on a swizzle atom");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
@@ -179,10 +180,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       const uint64_t db = make_smem_desc_sw128(st + MP * 128);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) {
-        if constexpr (BN == 32) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
-        else wgmma_ss_m64n64k16(acc, da + 2 * kk, db + 2 * kk, 1);
-      }
+      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
       wgmma_commit();
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0) release(&empty[prev]);
@@ -195,7 +193,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
     // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
     named_barrier_sync(1, CWARPS * 32);
-    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private BN * 2 B
+    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private 64 B
     if (q == 1) {
 #pragma unroll
       for (int i = 0; i < BN / 2; i += 4)
@@ -217,38 +215,29 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
 }
 
 struct Cfg15 {
-  int mp = 64, bn = 32, cps = 1, stages = 4, wpre = 2, grid = 1;
+  int mp = 64, cps = 1, stages = 4, wpre = 2, grid = 1;
   bool mc = false;
   size_t smem = 0;
 };
 
-template <int MP, int BN, bool MC, int LANES>
-const void* kernel_ptr() { return reinterpret_cast<const void*>(&k15<MP, BN, MC, LANES>); }
-
-// The kernel a configuration launches (every instantiation the table and the tests use).
+// The kernel a configuration launches (for the occupancy queries).
 template <bool MC, int LANES>
 const void* kernel_of(const Cfg15& c) {
-  if (c.bn == 32) {
-    if (c.mp == 16) return kernel_ptr<16, 32, MC, LANES>();
-    if (c.mp == 32) return kernel_ptr<32, 32, MC, LANES>();
-    return kernel_ptr<64, 32, MC, LANES>();
-  }
-  if (c.mp == 16) return kernel_ptr<16, 64, MC, LANES>();
-  if (c.mp == 32) return kernel_ptr<32, 64, MC, LANES>();
-  return kernel_ptr<64, 64, MC, LANES>();
+  if (c.mp == 16) return reinterpret_cast<const void*>(&k15<16, MC, LANES>);
+  if (c.mp == 32) return reinterpret_cast<const void*>(&k15<32, MC, LANES>);
+  return reinterpret_cast<const void*>(&k15<64, MC, LANES>);
 }
 
 // The ring for `cps` CTAs per SM: 228 KB of shared memory per SM, 1 KB reserved per CTA, the
 // 1024-byte alignment pad, the head and the slack; at most MAX_STAGES stages.
-Cfg15 make_cfg(int M, int N, int bn, int cps, int wpre, bool mc) {
+Cfg15 make_cfg(int M, int N, int cps, int wpre, bool mc) {
   Cfg15 c;
   c.mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
-  c.bn = bn == 64 ? 64 : 32;
   c.mc = mc;
   c.cps = std::clamp(cps, 1, MAX_CPS);
   c.wpre = std::max(1, wpre);
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
-  const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
+  const int fixed = 1024 + HEAD + slack_bytes(c.mp);
   // A multiple of 4 (>= 4): slot s is then always filled by the same producer lane and consumed
   // by the same warpgroup, so every waiter sees the rounds of its slots in order. (With 11 stages
   // and 4 lanes, consecutive rounds of a slot went to different lanes; a lane two rounds ahead
@@ -256,9 +245,9 @@ Cfg15 make_cfg(int M, int N, int bn, int cps, int wpre, bool mc) {
   // pending: compute-sanitizer flagged the arrive.expect_tx, the bench died with a launch failure
   // at 1x11008x4096.) At least 4 also because a warpgroup holds its previous slot until its next
   // stage's wgmmas are issued: with the two interleaved, 3 slots can be held while the 4th loads.
-  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / NL * NL, NL, MAX_STAGES);
-  c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
-  const int strips = ceil_div(N, c.bn);
+  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp) / NL * NL, NL, MAX_STAGES);
+  c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp);
+  const int strips = ceil_div(N, BN);
   c.grid = mc ? CL * ceil_div(strips, CL) : strips;
   return c;
 }
@@ -271,41 +260,42 @@ int resident(const Cfg15& c) {
               : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
 }
 
-// The plan: 32-row strips when they fit one CTA per SM (N <= 32 x #SMs), else 64-row strips; then
-// the deepest ring (fewest CTAs per SM) with which the whole grid is resident at once. Two W
-// boxes go out before the PDL wait (rung 11 v4's measured choice at M > 16). `bn` = 0: the plan's.
-Cfg15 plan(int M, int N, int bn, bool mc) {
-  if (bn == 0) bn = ceil_div(N, 32) <= device_info().sms ? 32 : 64;
+// The plan: the deepest ring (fewest CTAs per SM) with which the whole grid is resident at once
+// (N = 4096: 128 CTAs, one per SM; N = 11008: 344 CTAs, three per SM, 8 stages). Two W boxes go
+// out before the PDL wait (rung 11 v4's measured choice at M > 16). 64-row strips (172 CTAs at
+// N = 11008, two per SM where needed) measured slower at M >= 16 and no better than rung 03 at
+// M = 1 (run 8), so the strips are always 32 rows.
+Cfg15 plan(int M, int N, bool mc) {
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = make_cfg(M, N, bn, cps, 2, mc);
+    const Cfg15 c = make_cfg(M, N, cps, 2, mc);
     if (c.grid <= resident(c)) return c;
   }
-  return make_cfg(M, N, bn, MAX_CPS, 2, mc);  // N too large for one wave: waves of 4-per-SM rings
+  return make_cfg(M, N, MAX_CPS, 2, mc);  // N too large for one wave: waves of 4-per-SM rings
 }
 
-Cfg15 choose(int M, int N, int bn = 0, bool mc = false) {
+Cfg15 choose(int M, int N, bool mc = false) {
   static std::mutex mu;
-  static std::map<std::tuple<int, int, int, int, bool>, Cfg15> cache;
-  const auto key = std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, bn, mc);
+  static std::map<std::tuple<int, int, int, bool>, Cfg15> cache;
+  const auto key = std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, mc);
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  const Cfg15 c = plan(M, N, bn, mc);
+  const Cfg15 c = plan(M, N, mc);
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, c);
   return c;
 }
 
-template <int MP, int BN, bool MC, int LANES>
+template <int MP, bool MC, int LANES>
 void launch_k(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   KL_REQUIRE(cf.stages % NL == 0 && cf.stages >= NL, "rung 15: ring depth " << cf.stages << " not a multiple of " << NL);
   const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MC ? MP / CL : MP, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k15<MP, BN, MC, LANES>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&k15<MP, MC, LANES>), SMEM_OPTIN);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(cf.grid, 1, 1);
   cfg.blockDim = dim3(THREADS, 1, 1);
@@ -321,22 +311,16 @@ void launch_k(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   if (pdl_stream(s)) attr[n++] = pdl_attribute();  // only on created streams (pdl.cuh)
   cfg.attrs = attr;
   cfg.numAttrs = n;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP, BN, MC, LANES>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
+  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP, MC, LANES>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
   KL_CHECK_LAUNCH();
 }
 
 template <bool MC = false, int LANES = NL>
 void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   KL_REQUIRE(cf.mc == MC, "rung 15: plan and kernel disagree on clusters");
-  if (cf.bn == 32) {
-    if (cf.mp == 16) launch_k<16, 32, MC, LANES>(a, cf, s);
-    else if (cf.mp == 32) launch_k<32, 32, MC, LANES>(a, cf, s);
-    else launch_k<64, 32, MC, LANES>(a, cf, s);
-  } else {
-    if (cf.mp == 16) launch_k<16, 64, MC, LANES>(a, cf, s);
-    else if (cf.mp == 32) launch_k<32, 64, MC, LANES>(a, cf, s);
-    else launch_k<64, 64, MC, LANES>(a, cf, s);
-  }
+  if (cf.mp == 16) launch_k<16, MC, LANES>(a, cf, s);
+  else if (cf.mp == 32) launch_k<32, MC, LANES>(a, cf, s);
+  else launch_k<64, MC, LANES>(a, cf, s);
 }
 
 }  // namespace
@@ -357,23 +341,20 @@ std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d) {
 void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N), s); }
 
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
-  const Cfg15 p = choose(a.M, a.N);
-  launch_cfg(a, make_cfg(a.M, a.N, p.bn, cps, wpre, false), s);
+  launch_cfg(a, make_cfg(a.M, a.N, cps, wpre, false), s);
 }
 
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
   switch (which) {
-    case 1: return launch_cfg<true>(a, choose(a.M, a.N, 0, true), s);       // multicast pairs
-    case 2: return launch_cfg<false, 1>(a, choose(a.M, a.N), s);            // one producer lane
-    case 3: return launch_cfg(a, choose(a.M, a.N, 32), s);                  // 32-row strips
-    case 4: return launch_cfg(a, choose(a.M, a.N, 64), s);                  // 64-row strips
+    case 1: return launch_cfg<true>(a, choose(a.M, a.N, true), s);  // multicast pairs
+    case 2: return launch_cfg<false, 1>(a, choose(a.M, a.N), s);     // one producer lane
     default: throw BadArgument("rung 15: no variant " + std::to_string(which));
   }
 }
 
 std::string describe_15(int M, int N) {
   const Cfg15 c = choose(M, N);
-  return "MP=" + std::to_string(c.mp) + " BN=" + std::to_string(c.bn) + " CTAs/SM=" +
+  return "MP=" + std::to_string(c.mp) + " CTAs/SM=" +
          std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " wpre=" +
          std::to_string(c.wpre) + " grid=" + std::to_string(c.grid) + " smem=" + std::to_string(c.smem);
 }

@@ -129,15 +129,11 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  // 75-78: rung 15 with one of its choices undone (15_decode_no_split.cu).
+  // 75-76: rung 15 with one of its choices undone (15_decode_no_split.cu).
   t.push_back({75, "x15_multicast", "experiment: rung 15 in 2-CTA clusters, each loading half the activation box and multicasting it",
                hopper_gemm::supports_15, launch15_variant<1>});
   t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
                hopper_gemm::supports_15, launch15_variant<2>});
-  t.push_back({77, "x15_bn32", "experiment: rung 15 with 32-row W strips whatever N",
-               hopper_gemm::supports_15, launch15_variant<3>});
-  t.push_back({78, "x15_bn64", "experiment: rung 15 with 64-row W strips whatever N",
-               hopper_gemm::supports_15, launch15_variant<4>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
 }
 
@@ -183,7 +179,7 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // (cluster multicast) are in no list: 40% slower than 08/12 on every shape measured.
 namespace {
 enum class ShapeClass {
-  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide64, SmallPrefill, Prefill
+  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, SmallPrefill, Prefill
 };
 
 ShapeClass classify(const GemmBf16Args& a) {
@@ -205,7 +201,15 @@ ShapeClass classify(const GemmBf16Args& a) {
     // warpgroups, narrow-N plan T = 4, S = 2, wpre = 2 at M > 16; request p7, same call as 04):
     // narrow M > 32 now takes rung 11 first: 18.7/14.4 vs 04 20.6/18.0 (K = 4096), 34.1/30.1 vs
     // 36.9/34.3 (K = 11008).
-    if (a.N >= 8192) return a.M <= 32 ? ShapeClass::DecodeWide : ShapeClass::DecodeWide64;
+    // Session 20 (rung 15, results/h200/dev/dec15/run8_*, 3 processes; us single / graph, cuBLAS
+    // beside): narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.7 (11: 17.5 / 16.6;
+    // cuBLAS 14.7-17.4 / 12.5), 64x4096x4096 15.9 / 11.7 (11: 18.4 / 14.4), 64x4096x11008
+    // 30.3 / 26.2 (11: 34.3 / 30.1), 1x4096x4096 16.2 / 11.6 (11: 16.4 / 14.0), 1x4096x11008
+    // 30.3 / 26.1 (11: 29.2 / 33.4: 1 us faster single, 7 us slower back to back); wide, 16 < M <= 32:
+    // 32x11008x4096 28.2 / 26.1 (03, the auto row: 29.0 / 26.2); wide M <= 16 and M > 32 keep
+    // 03 / 11 (15 at 1x11008x4096 31.3, at 64x11008x4096 42.0 single).
+    if (a.N >= 8192)
+      return a.M <= 16 ? ShapeClass::DecodeWide : a.M <= 32 ? ShapeClass::DecodeWide32 : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;
     if (a.M <= 16) return ShapeClass::Decode16;
     return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
@@ -220,11 +224,12 @@ ShapeClass classify(const GemmBf16Args& a) {
 }
 
 const std::vector<int>& preference(ShapeClass c) {
-  static const std::vector<int> kDecodeOne = {11, 4, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecode16 = {4, 11, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecode32 = {11, 4, 10, 3, 2, 1, 0};
-  static const std::vector<int> kDecode64 = {11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecodeOne = {15, 11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode16 = {15, 4, 11, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode32 = {15, 11, 4, 10, 3, 2, 1, 0};
+  static const std::vector<int> kDecode64 = {15, 11, 4, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
+  static const std::vector<int> kDecodeWide32 = {15, 3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide64 = {11, 4, 3, 10, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
@@ -234,6 +239,7 @@ const std::vector<int>& preference(ShapeClass c) {
     case ShapeClass::Decode32: return kDecode32;
     case ShapeClass::Decode64: return kDecode64;
     case ShapeClass::DecodeWide: return kDecodeWide;
+    case ShapeClass::DecodeWide32: return kDecodeWide32;
     case ShapeClass::DecodeWide64: return kDecodeWide64;
     case ShapeClass::SmallPrefill: return kSmallPrefill;
     default: return kPrefill;

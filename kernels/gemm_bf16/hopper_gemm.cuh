@@ -85,8 +85,8 @@ void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
 std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
-// Rung 15 with one of its choices undone (experiment rows 75-78): 1 multicast pairs (2-CTA
-// clusters sharing the activation box), 2 one producer lane, 3 / 4 32- / 64-row W strips whatever N.
+// Rung 15 with one of its choices undone (experiment rows 75-76): 1 multicast pairs (2-CTA
+// clusters sharing the activation box), 2 one producer lane.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
