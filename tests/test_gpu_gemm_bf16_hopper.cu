@@ -337,28 +337,29 @@ TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
   }
 }
 
-// Rung 15 under programmatic dependent launch: GEMM 2 consumes GEMM 1's output as its activations,
-// launched right behind it on a created stream; its producer requests W early but the activation
-// boxes only after griddepcontrol.wait.
-TEST(GemmBf16Hopper, DecodeNoSplitChainedPDL) {
-  KL_REQUIRE_GPU();
-  const auto* r = rung(15);
+// A decode rung under programmatic dependent launch on a created stream: GEMM 2 (16x264x4096)
+// consumes GEMM 1's output (16x4096x4096, ~10-17 us: long enough for GEMM 2's grid to launch
+// early) as its activations, launched right behind it; both outputs poisoned (NaN) before each of
+// 3 repetitions. The rung may request W before griddepcontrol.wait, the activations only after.
+// GEMM 2 is checked against a CPU double product of what GEMM 1 produced.
+void chained_pdl_check(int num, uint64_t seed) {
+  const auto* r = rung(num);
   ASSERT_NE(r, nullptr);
-  Problem p1(16, 4096, 4096, 31);
-  Problem p2(16, 264, 4096, 32);
-  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 15 unsupported";
+  Problem p1(16, 4096, 4096, seed);
+  Problem p2(16, 264, 4096, seed + 1);
+  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung " << num << " unsupported";
   cudaStream_t st;
   KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   GemmBf16Args a1 = p1.args(), a2 = p2.args();
-  a2.A = a1.C;
+  a2.A = a1.C;  // GEMM 2 consumes GEMM 1's output
   for (int rep = 0; rep < 3; ++rep) {
-    KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(16) * 4096 * 2, st));  // NaN until GEMM 1 writes
+    KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(16) * 4096 * 2, st));
     KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(16) * 264 * 2, st));
     r->launch(a1, st);
     r->launch(a2, st);
     KL_CHECK(cudaStreamSynchronize(st));
     const auto c1 = p1.result();
-    EXPECT_TRUE(p1.check(c1).empty()) << "GEMM 1: " << p1.check(c1);
+    EXPECT_TRUE(p1.check(c1).empty()) << "rung " << num << ", GEMM 1: " << p1.check(c1);
     const std::vector<uint16_t> c2 = p2.result();
     long long bad = 0;
     for (int m = 0; m < 16; ++m)
@@ -370,48 +371,19 @@ TEST(GemmBf16Hopper, DecodeNoSplitChainedPDL) {
         const float got = kl::bf16_bits_to_float(c2[size_t(m) * 264 + n]);
         if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad;
       }
-    EXPECT_EQ(bad, 0) << "GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+    EXPECT_EQ(bad, 0) << "rung " << num << ": GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
   }
   cudaStreamDestroy(st);
 }
 
-// Rung 11 launches with programmatic dependent launch on a created stream: the second GEMM may
-// start while the first runs and must not read its activations (= the first GEMM's output) early.
+TEST(GemmBf16Hopper, DecodeNoSplitChainedPDL) {
+  KL_REQUIRE_GPU();
+  chained_pdl_check(15, 31);
+}
+
 TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
   KL_REQUIRE_GPU();
-  const auto* r = rung(11);
-  ASSERT_NE(r, nullptr);
-  Problem p1(16, 4096, 4096, 21);  // ~10 us: long enough for the second grid to launch early
-  Problem p2(16, 264, 4096, 22);
-  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 11 unsupported";
-  cudaStream_t st;
-  KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  GemmBf16Args a1 = p1.args(), a2 = p2.args();
-  a2.A = a1.C;  // GEMM 2 consumes GEMM 1's output
-  for (int rep = 0; rep < 3; ++rep) {
-    KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(16) * 4096 * 2, st));  // NaN until GEMM 1 writes
-    KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(16) * 264 * 2, st));
-    r->launch(a1, st);
-    r->launch(a2, st);
-    KL_CHECK(cudaStreamSynchronize(st));
-    const auto c1 = p1.result();
-    EXPECT_TRUE(p1.check(c1).empty()) << "GEMM 1: " << p1.check(c1);
-    p2.A = c1;  // the reference of GEMM 2 uses what GEMM 1 produced
-    std::vector<uint16_t> c2 = p2.result();
-    // p2's reference is cached per (shape, seed): compute this one directly.
-    long long bad = 0;
-    for (int m = 0; m < 16; ++m)
-      for (int n = 0; n < 264; ++n) {
-        double acc = 0;
-        for (int k = 0; k < 4096; ++k)
-          acc += double(kl::bf16_bits_to_float(c1[size_t(m) * 4096 + k])) *
-                 double(kl::bf16_bits_to_float(p2.W[size_t(n) * 4096 + k]));
-        const float got = kl::bf16_bits_to_float(c2[size_t(m) * 264 + n]);
-        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad;
-      }
-    EXPECT_EQ(bad, 0) << "GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
-  }
-  cudaStreamDestroy(st);
+  chained_pdl_check(11, 21);
 }
 
 // Rung 12 under programmatic dependent launch (the bench's created stream): GEMM 2 reads GEMM 1's

@@ -43,21 +43,38 @@ inline cudaLaunchAttribute pdl_attribute() {
   return a;
 }
 
-// Launches kernel<<<grid, block, smem, st>>>(args...), programmatic-dependent when `pdl` (the
-// caller decides: compute capability, stream kind, a template switch), checked.
+// Launches kernel<<<grid, block, smem, st>>>(args...) in clusters of `cluster` CTAs along x (0: no
+// cluster attribute; 1: the attribute with clusters of one), programmatic-dependent when `pdl` (the caller decides: compute capability,
+// stream kind, a template switch), checked.
 template <class... KArgs, class... Args>
-void pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                bool pdl, Args&&... args) {
+void pdl_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                        bool pdl, int cluster, Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = st;
-  cudaLaunchAttribute attr[1] = {pdl_attribute()};
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cluster > 0) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  if (pdl) attr[n++] = pdl_attribute();
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n;
   KL_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
   KL_CHECK_LAUNCH();
+}
+
+// The same without clusters.
+template <class... KArgs, class... Args>
+void pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
+                bool pdl, Args&&... args) {
+  pdl_launch_cluster(kernel, grid, block, smem, st, pdl, 0, std::forward<Args>(args)...);
 }
 
 }  // namespace kl

@@ -93,8 +93,6 @@
 //    2.2-3.0 us tail at M = 32 / 64 (park, cluster barrier, DSMEM reduction, stores; gemm_trace).
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -638,18 +636,8 @@ Cfg11 choose_uncached(int M, int N, int K) {
 
 // The plan per (device, M, N, K), computed once: later launches make no search and no CUDA call.
 Cfg11 choose(int M, int N, int K) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, int, int>, Cfg11> cache;
-  const auto key = std::make_tuple(device_info().id, M, N, K);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  const Cfg11 c = choose_uncached(M, N, K);
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace(key, c);
-  return c;
+  static PlanCache<std::tuple<int, int, int, int>, Cfg11> cache;
+  return cache.get(std::make_tuple(device_info().id, M, N, K), [&] { return choose_uncached(M, N, K); });
 }
 
 template <int MT, int WN, int NSL, int P = 0>
@@ -659,22 +647,12 @@ void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, cf.T * 16, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL, P>), SMEM_OPTIN);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cf.grid, 1, 1);
-  cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = cf.smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cf.S, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
-  // finishes (the kernel waits with griddepcontrol.wait before touching A or C).
-  // Only on a created stream: the legacy default stream keeps its implicit synchronization.
-  attr[1] = pdl_attribute();
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl_stream(s) ? 2 : 1;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k11<MT, WN, NSL, P>, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre));
-  KL_CHECK_LAUNCH();
+  // finishes (the kernel waits with griddepcontrol.wait before touching A or C). Only on a created
+  // stream: the legacy default stream keeps its implicit synchronization. Clusters of S CTAs
+  // (the attribute is set for S = 1 too, as before the launch helper).
+  pdl_launch_cluster(k11<MT, WN, NSL, P>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
+                     cf.S, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre);
 }
 
 std::string describe(const Cfg11& cf);

@@ -38,8 +38,6 @@
 // 256 consumers).
 // Measured (H200): see docs/gemm_bf16.md "Rung 15".
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "common/pdl.cuh"
@@ -274,18 +272,9 @@ Cfg15 plan(int M, int N, bool mc) {
 }
 
 Cfg15 choose(int M, int N, bool mc = false) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, int, bool>, Cfg15> cache;
-  const auto key = std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, mc);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
-  }
-  const Cfg15 c = plan(M, N, mc);
-  std::lock_guard<std::mutex> lock(mu);
-  cache.emplace(key, c);
-  return c;
+  static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;
+  return cache.get(std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, mc),
+                   [&] { return plan(M, N, mc); });
 }
 
 template <int MP, bool MC, int LANES>
@@ -296,23 +285,9 @@ void launch_k(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
   opt_in_smem(reinterpret_cast<const void*>(&k15<MP, MC, LANES>), SMEM_OPTIN);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(cf.grid, 1, 1);
-  cfg.blockDim = dim3(THREADS, 1, 1);
-  cfg.dynamicSmemBytes = cf.smem;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[2];
-  int n = 0;
-  if (MC) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = CL, attr[n].val.clusterDim.y = 1, attr[n].val.clusterDim.z = 1;
-    ++n;
-  }
-  if (pdl_stream(s)) attr[n++] = pdl_attribute();  // only on created streams (pdl.cuh)
-  cfg.attrs = attr;
-  cfg.numAttrs = n;
-  KL_CHECK(cudaLaunchKernelEx(&cfg, k15<MP, MC, LANES>, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre));
-  KL_CHECK_LAUNCH();
+  // Programmatic dependent launch only on created streams (pdl.cuh).
+  pdl_launch_cluster(k15<MP, MC, LANES>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
+                     MC ? CL : 0, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre);
 }
 
 template <bool MC = false, int LANES = NL>

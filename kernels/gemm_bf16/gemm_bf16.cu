@@ -201,13 +201,13 @@ ShapeClass classify(const GemmBf16Args& a) {
     // warpgroups, narrow-N plan T = 4, S = 2, wpre = 2 at M > 16; request p7, same call as 04):
     // narrow M > 32 now takes rung 11 first: 18.7/14.4 vs 04 20.6/18.0 (K = 4096), 34.1/30.1 vs
     // 36.9/34.3 (K = 11008).
-    // Session 20 (rung 15, results/h200/dev/dec15/run8_*, 3 processes; us single / graph, cuBLAS
-    // beside): narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.7 (11: 17.5 / 16.6;
-    // cuBLAS 14.7-17.4 / 12.5), 64x4096x4096 15.9 / 11.7 (11: 18.4 / 14.4), 64x4096x11008
-    // 30.3 / 26.2 (11: 34.3 / 30.1), 1x4096x4096 16.2 / 11.6 (11: 16.4 / 14.0), 1x4096x11008
-    // 30.3 / 26.1 (11: 29.2 / 33.4: 1 us faster single, 7 us slower back to back); wide, 16 < M <= 32:
-    // 32x11008x4096 28.2 / 26.1 (03, the auto row: 29.0 / 26.2); wide M <= 16 and M > 32 keep
-    // 03 / 11 (15 at 1x11008x4096 31.3, at 64x11008x4096 42.0 single).
+    // Session 20 (rung 15, results/h200/dev/dec15/run8_*, best of 3 processes, us single / graph):
+    // narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.6 (11: 17.4 / 16.5), 64x4096x4096
+    // 15.7 / 11.7 (11: 18.2 / 14.3), 64x4096x11008 30.2 / 26.2 (11: 34.2 / 30.1), 1x4096x4096
+    // 16.0 / 11.6 (11: 16.2 / 13.9), 1x4096x11008 30.2 / 26.1 (11: 29.1 / 33.4: 1 us faster
+    // single, 7 us slower back to back); wide, 16 < M <= 32: 32x11008x4096 28.0 / 26.1 (the auto
+    // row, rung 03: 28.9 / 26.1); wide M <= 16 and M > 32 keep 03 / 11 (15 in the final call:
+    // 31.7 us single at 1x11008x4096, 41.9 at 64x11008x4096).
     if (a.N >= 8192)
       return a.M <= 16 ? ShapeClass::DecodeWide : a.M <= 32 ? ShapeClass::DecodeWide32 : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;

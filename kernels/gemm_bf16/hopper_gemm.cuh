@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -122,6 +123,28 @@ inline void opt_in_smem(const void* fn, size_t bytes) {
   if (done.insert({fn, dev}).second)
     KL_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
+// A launch plan per key (device, shape class), computed once (the decode rungs' searches and
+// occupancy queries): later launches make no search and no CUDA call, so they stay capturable.
+template <class Key, class Plan>
+class PlanCache {
+ public:
+  template <class Make>
+  Plan get(const Key& key, Make make) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = plans_.find(key);
+      if (it != plans_.end()) return it->second;
+    }
+    const Plan p = make();  // outside the lock: make() may query the device
+    std::lock_guard<std::mutex> lock(mu_);
+    plans_.emplace(key, p);
+    return p;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<Key, Plan> plans_;
+};
 __host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
