@@ -21,22 +21,26 @@
 //  * Two consumer warpgroups take alternate k-blocks into their own accumulators; warpgroup 1
 //    parks its 64 x 32 fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
 //    bitwise repeatable) and stores bf16 C (rows >= M, columns >= N skipped).
-//  * Stage = [activation box MP x 128 B][W box BN x 128 B], both 1024-aligned (swizzle atoms). The
+//  * Stage = [activation box MP x 128 B][W box 32 x 128 B], both 1024-aligned (swizzle atoms). The
 //    m64 A descriptor reads 64 rows: with MP < 64 the rows past MP read the W box and the next
 //    stage (or the slack after the ring): junk accumulator rows >= M, never stored.
 //  * Ring depth a multiple of 4: every round of a slot is issued by one producer lane and consumed
 //    by one warpgroup, in order (make_cfg: what broke without it).
-// Measured and not kept (experiment rows 75-78, docs/gemm_bf16.md "Rung 15"): 2-CTA clusters of
-// neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.5-1.5 us slower here),
-// a stagger of each cluster's walk over K (slower), L2 evict-first / evict-last policies on the
-// loads (no change), 64-row strips at N = 11008 (slower at M >= 16), one producer thread (the first
-// version).
+// Measured and not kept (docs/gemm_bf16.md "Rung 15"; rows 75 and 76 keep the first and the last):
+// 2-CTA clusters of neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.6-2.1
+// us slower here), a stagger of each cluster's walk over K (slower with one producer thread, +-0.6
+// us with four), L2 evict-first / evict-last policies on the loads (no change), 64-row strips at
+// N = 11008 (slower at M >= 16), one producer thread (the first version).
+// Measured (H200, b9845de, results/h200/dev/dec15/final_*, us single launch / CUDA graph; cuBLAS
+// beside): 16x4096x4096 14.8 / 10.7 (18.6 / 12.6; rung 11 17.4 / 16.4), 64x4096x4096 15.7 / 11.6
+// (14.4 / 11.7; rung 11 18.5 / 14.4), 1x4096x4096 16.1 / 11.7 (18.4 / 12.5), 64x4096x11008
+// 30.2 / 26.4 (31.1 / 28.7; rung 11 34.2 / 30.1); at N = 11008 (344 CTAs, 3 per SM) 28.3-41.9 us:
+// rungs 03 / 11 stay the pick there except 16 < M <= 32.
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the
 // consumers' wgmma reads; a consumer warp releases a slot after wgmma.wait_group has completed the
 // reads of it. The ring is reused for warpgroup 1's partial only after both warpgroups have waited
 // on every full barrier (every TMA write landed) and drained their wgmmas (named barrier of the
 // 256 consumers).
-// Measured (H200): see docs/gemm_bf16.md "Rung 15".
 #include <algorithm>
 #include <tuple>
 
