@@ -112,8 +112,10 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // chain of dependent steps (slot arithmetic, the empty-barrier try_wait, expect_tx, two TMA
     // issues) that one thread runs in series. LANES lanes of one warp run the same chain side by
     // side. Slots and phases advance by addition (no division by the runtime ring depth), and the
-    // ring depth is a multiple of LANES, so every round of slot s is issued by the same lane, in
-    // order (make_cfg says what broke otherwise).
+    // ring depth is a multiple of LANES, so every round of slot s after its first is issued by the
+    // same lane, in order (make_cfg says what broke otherwise). The first round of the `pre` slots
+    // may come from another lane: harmless, since the waiter for round 1 waits on phase 0, which no
+    // earlier phase can alias.
     // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
     // activations (possibly the previous kernel's output) only after: the first `pre` stages get
     // their W box, every lane waits, then their activation boxes.
@@ -240,8 +242,8 @@ Cfg15 make_cfg(int M, int N, int cps, int wpre, bool mc) {
   c.wpre = std::max(1, wpre);
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
   const int fixed = 1024 + HEAD + slack_bytes(c.mp);
-  // A multiple of 4 (>= 4): slot s is then always filled by the same producer lane and consumed
-  // by the same warpgroup, so every waiter sees the rounds of its slots in order. (With 11 stages
+  // A multiple of 4 (>= 4): slot s is then filled by the same producer lane (every round after
+  // the first) and consumed by the same warpgroup, so every waiter sees its slots' rounds in order. (With 11 stages
   // and 4 lanes, consecutive rounds of a slot went to different lanes; a lane two rounds ahead
   // passed the empty-barrier parity test of a phase two back and re-armed a full barrier still
   // pending: compute-sanitizer flagged the arrive.expect_tx, the bench died with a launch failure
