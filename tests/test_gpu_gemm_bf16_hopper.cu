@@ -284,7 +284,8 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
                         {1, 11008, 4096, "M = 1, N = 11008, K = 4096: 3 CTAs per SM, the ring wraps 8 times"},
                         {16, 11008, 4104, "M = 16, N = 11008, K = 4104"},
                         {64, 4096, 2048, "M = 64, N = 4096"},
-                        {40, 2056, 4096, "ragged N (65 strips), long K"}};
+                        {40, 2056, 4096, "ragged N (65 strips), long K"},
+                        {20, 32000, 136, "1000 strips: more CTAs than one wave holds"}};
   for (const Dims& d : cases) {
     std::string e = run_rung(15, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
@@ -585,6 +586,10 @@ TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
     a.workspace = dws, a.workspace_bytes = wsb;
     const auto* picked = kl::gemm_bf16_pick(a, kl::device_info());
     ASSERT_NE(picked, nullptr);
+    // On the H200 the decode classes rung 15 leads (N < 8192, or 16 < M <= 32) must get it.
+    std::string why;
+    if (hopper_here(&why) && s.M <= 64 && (s.N < 8192 || (s.M > 16 && s.M <= 32)))
+      EXPECT_EQ(picked->number, 15) << "[" << s.what << "] auto picked rung " << picked->number;
     p.poison();
     kl::gemm_bf16(a, 0);
     sync_or_die("gemm_bf16 entry point (picked rung " + std::to_string(picked->number) + ")");

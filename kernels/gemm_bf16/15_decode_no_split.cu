@@ -13,8 +13,8 @@
 // producer warp issuing TMA into a full/empty mbarrier ring, programmatic dependent launch with the
 // first W boxes requested before griddepcontrol.wait, a ring sized so the grid runs in one wave.
 //  * Producer: four lanes of the producer warp, lane j issuing k-blocks j, j + 4, ... The first
-//    version had one thread and ran at ~300 ns per k-block whatever the ring depth (24.5 us at
-//    4096^2 for every M): ncu put 41% of the warp samples in the consumers' full-barrier wait with
+//    version had one thread and ran at ~300 ns per k-block whatever the ring depth (24.3-24.5 us
+//    at 4096^2 for every M): ncu put 41% of the warp samples in the consumers' full-barrier wait with
 //    DRAM 23% busy, i.e. the single thread's per-k-block chain (a division by the runtime ring
 //    depth, the empty-barrier try_wait, expect_tx, two TMA issues) was the stream's rate. Slot and
 //    phase now advance by addition and four chains run side by side (results/h200/dev/dec15/).
@@ -24,16 +24,18 @@
 //  * Stage = [activation box MP x 128 B][W box 32 x 128 B], both 1024-aligned (swizzle atoms). The
 //    m64 A descriptor reads 64 rows: with MP < 64 the rows past MP read the W box and the next
 //    stage (or the slack after the ring): junk accumulator rows >= M, never stored.
-//  * Ring depth a multiple of 4: every round of a slot is issued by one producer lane and consumed
-//    by one warpgroup, in order (make_cfg: what broke without it).
+//  * Ring depth a multiple of 4: every round of a slot after its first is issued by one producer
+//    lane, and every round consumed by one warpgroup, in order (make_cfg: what broke without it).
+//    The lanes spin on different barriers inside one warp and rely on independent thread
+//    scheduling to make progress (the 4-stage forced-ring tests exercise it).
 // Measured and not kept (docs/gemm_bf16.md "Rung 15"; rows 75 and 76 keep the first and the last):
-// 2-CTA clusters of neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.6-2.1
-// us slower here), a stagger of each cluster's walk over K (slower with one producer thread, +-0.6
+// 2-CTA clusters of neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.5-2.1
+// us slower here), a stagger of each cluster's walk over K (slower with one producer thread, +-0.9
 // us with four), L2 evict-first / evict-last policies on the loads (no change), 64-row strips at
 // N = 11008 (slower at M >= 16), one producer thread (the first version).
 // Measured (H200, b9845de, results/h200/dev/dec15/final_*, us single launch / CUDA graph; cuBLAS
-// beside): 16x4096x4096 14.8 / 10.7 (18.6 / 12.6; rung 11 17.4 / 16.4), 64x4096x4096 15.7 / 11.6
-// (14.4 / 11.7; rung 11 18.5 / 14.4), 1x4096x4096 16.1 / 11.7 (18.4 / 12.5), 64x4096x11008
+// beside): 16x4096x4096 14.8 / 10.7 (18.6 / 12.6; rung 11 17.4 / 16.4), 64x4096x4096 15.6 / 11.6
+// (14.4 / 11.7; rung 11 18.5 / 14.4), 1x4096x4096 16.1 / 11.6 (18.4 / 12.5), 64x4096x11008
 // 30.2 / 26.4 (31.1 / 28.7; rung 11 34.2 / 30.1); at N = 11008 (344 CTAs, 3 per SM) 28.3-41.9 us:
 // rungs 03 / 11 stay the pick there except 16 < M <= 32.
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the

@@ -202,8 +202,8 @@ ShapeClass classify(const GemmBf16Args& a) {
     // narrow M > 32 now takes rung 11 first: 18.7/14.4 vs 04 20.6/18.0 (K = 4096), 34.1/30.1 vs
     // 36.9/34.3 (K = 11008).
     // Session 20 (rung 15, results/h200/dev/dec15/run8_*, best of 3 processes, us single / graph):
-    // narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.6 (11: 17.4 / 16.5), 64x4096x4096
-    // 15.7 / 11.7 (11: 18.2 / 14.3), 64x4096x11008 30.2 / 26.2 (11: 34.2 / 30.1), 1x4096x4096
+    // narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.6 (11: 17.4 / 16.4), 64x4096x4096
+    // 15.7 / 11.7 (11: 18.3 / 14.3), 64x4096x11008 30.2 / 26.2 (11: 34.2 / 30.1), 1x4096x4096
     // 16.0 / 11.6 (11: 16.2 / 13.9), 1x4096x11008 30.2 / 26.1 (11: 29.1 / 33.4: 1 us faster
     // single, 7 us slower back to back); wide, 16 < M <= 32: 32x11008x4096 28.0 / 26.1 (the auto
     // row, rung 03: 28.9 / 26.1); wide M <= 16 and M > 32 keep 03 / 11 (15 in the final call:
