@@ -44,8 +44,8 @@ inline cudaLaunchAttribute pdl_attribute() {
 }
 
 // Launches kernel<<<grid, block, smem, st>>>(args...) in clusters of `cluster` CTAs along x (0: no
-// cluster attribute; 1: the attribute with clusters of one), programmatic-dependent when `pdl` (the caller decides: compute capability,
-// stream kind, a template switch), checked.
+// cluster attribute; 1: the attribute with clusters of one), programmatic-dependent when `pdl`
+// (the caller decides: compute capability, stream kind, a template switch), checked.
 template <class... KArgs, class... Args>
 void pdl_launch_cluster(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
                         bool pdl, int cluster, Args&&... args) {

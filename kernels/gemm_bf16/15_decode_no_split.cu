@@ -245,12 +245,13 @@ Cfg15 make_cfg(int M, int N, int cps, int wpre, bool mc) {
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
   const int fixed = 1024 + HEAD + slack_bytes(c.mp);
   // A multiple of 4 (>= 4): slot s is then filled by the same producer lane (every round after
-  // the first) and consumed by the same warpgroup, so every waiter sees its slots' rounds in order. (With 11 stages
-  // and 4 lanes, consecutive rounds of a slot went to different lanes; a lane two rounds ahead
-  // passed the empty-barrier parity test of a phase two back and re-armed a full barrier still
-  // pending: compute-sanitizer flagged the arrive.expect_tx, the bench died with a launch failure
-  // at 1x11008x4096.) At least 4 also because a warpgroup holds its previous slot until its next
-  // stage's wgmmas are issued: with the two interleaved, 3 slots can be held while the 4th loads.
+  // the first) and consumed by the same warpgroup, so every waiter sees its slots' rounds in
+  // order. (With 11 stages and 4 lanes, consecutive rounds of a slot went to different lanes; a
+  // lane two rounds ahead passed the empty-barrier parity test of a phase two back and re-armed a
+  // full barrier still pending: compute-sanitizer flagged the arrive.expect_tx, the bench died
+  // with a launch failure at 1x11008x4096.) At least 4 also because a warpgroup holds its
+  // previous slot until its next stage's wgmmas are issued: with the two interleaved, 3 slots can
+  // be held while the 4th loads.
   c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp) / NL * NL, NL, MAX_STAGES);
   c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp);
   const int strips = ceil_div(N, BN);

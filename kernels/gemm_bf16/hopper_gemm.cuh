@@ -80,7 +80,7 @@ void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode);
 size_t workspace_14(int M, int N, int K, const DeviceInfo& d);
 // Rung 14's plan for a shape on `sms` SMs, in words (tests print it for the doc).
 std::string describe_14(int M, int N, int K, int sms, int mode);
-std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d);  // decode, multicast, no split
+std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d);  // decode, no K split
 void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // Rung 15 with its ring sized for `cps` CTAs per SM (1..4) and `wpre` W boxes requested before
 // griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
