@@ -309,6 +309,44 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
       std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_15(M, N).c_str());
 }
 
+// Rung 15 with its strip width and cluster forced (experiment rows 130-145: 32-128 W rows per CTA,
+// clusters of 1, 2 or 4 neighbouring strips multicasting the activation box, or pairs splitting M
+// and multicasting W): correct on ragged shapes (strip counts not a multiple of the cluster leave
+// spare CTAs; M at or below a part's rows leaves parts wholly past M unloaded; M <= 16 with
+// clusters of 4 takes a 32-row box; split-M halves wholly past M or N load clamped boxes) and
+// bitwise equal to the plan's launch (the same k-blocks on the same warpgroups, in the same order,
+// whatever the strip width).
+TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
+  KL_REQUIRE_GPU();
+  const Dims shapes[] = {{1, 264, 72, "9 x 32 columns, K tail"}, {8, 40, 1000, "M = 8"},
+                         {9, 200, 1000, "M = 9"}, {17, 520, 1000, "M = 17"},
+                         {33, 1032, 4104, "M = 33, long K"}, {64, 2056, 520, "M = 64, ragged N"},
+                         {64, 11008, 1024, "M = 64, N = 11008"},
+                         {40, 8, 200, "N = 8: a split-M W half wholly past N"}};
+  for (const Dims& d : shapes) {
+    Problem p(d.M, d.N, d.K, 9);
+    if (!rung(15)->supports(p.args(), kl::device_info()).empty())
+      GTEST_SKIP() << rung(15)->supports(p.args(), kl::device_info());
+    p.poison();
+    kl::hopper_gemm::launch_15(p.args(), 0);
+    sync_or_die(std::string("rung 15 at ") + d.what);
+    const auto base = p.result();
+    ASSERT_TRUE(p.check(base).empty()) << "[" << d.what << "] rung 15: " << p.check(base);
+    for (int bn : {32, 64, 96, 128})
+      for (int cl : {1, 2, 4, 0}) {  // 0: split-M pairs
+        p.poison();
+        kl::hopper_gemm::launch_15_strip(p.args(), bn, cl ? cl : 2, cl == 0, 0);
+        const std::string what = "rung 15 BN=" + std::to_string(bn) +
+                                 (cl ? " CL=" + std::to_string(cl) : std::string(" split-M pairs")) +
+                                 " at " + d.what;
+        sync_or_die(what);
+        const auto c = p.result();
+        EXPECT_TRUE(p.check(c).empty()) << what << ": " << p.check(c);
+        EXPECT_EQ(base, c) << what << ": not bitwise equal to the plan's launch";
+      }
+  }
+}
+
 // Rung 15 with its ring forced to 1-4 CTAs per SM (the 4-stage minimum wraps every 4 k-blocks,
 // both warpgroups each holding a slot) and 1, 2 or every W box before the PDL wait; bitwise equal
 // across plans (the same k-block split between the warpgroups whatever the ring) and correct.

@@ -377,6 +377,28 @@ __device__ __forceinline__ void wgmma_rs_m64n256k16(float (&d)[128], const uint3
       : "memory");
 }
 
+// D[64 x N] += A[64 x 16] * B[N x 16]^T for any N that is a multiple of 32 up to 256 (both operands
+// in shared memory, B a K-major 128B-swizzled box of N rows): the native shape where one exists
+// (32, 64, 128, 256), else the widest native piece and the rest on the B rows after it. The pieces'
+// accumulators sit one after the other in d, which is the layout a single m64nNk16 would give
+// (d[4j..4j+3] is column group j), so callers need not know how it was cut. B rows 64.. start
+// 8 KB further (64 rows x 128 B: whole swizzle atoms), i.e. 512 added to the descriptor's
+// start field (address >> 4).
+template <int N>
+__device__ __forceinline__ void wgmma_ss_m64nk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b) {
+  static_assert(N % 32 == 0 && N >= 32 && N <= 256, "N: a multiple of 32 up to 256");
+  if constexpr (N == 32) wgmma_ss_m64n32k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 64) wgmma_ss_m64n64k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 128) wgmma_ss_m64n128k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 256) wgmma_ss_m64n256k16(d, desc_a, desc_b, 1);
+  else {
+    constexpr int P = N > 128 ? 128 : 64;  // widest native piece below N (N = 96, 160, 192, 224)
+    wgmma_ss_m64nk16<P>(*reinterpret_cast<float(*)[P / 2]>(d), desc_a, desc_b);
+    wgmma_ss_m64nk16<N - P>(*reinterpret_cast<float(*)[(N - P) / 2]>(d + P / 2), desc_a,
+                            desc_b + uint64_t(P * 128 >> 4));
+  }
+}
+
 // ---------------------------------------------------------------- register rebalancing
 template <int R>
 __device__ __forceinline__ void setmaxnreg_inc() {

@@ -53,8 +53,6 @@ namespace kl {
 namespace hopper_gemm {
 namespace {
 
-constexpr int BN = 32;                     // W rows (output columns) per CTA: wgmma n32
-constexpr int CL = 2;                      // cluster of the multicast experiment (row 75)
 constexpr int CWARPS = 8;                  // two consumer warpgroups
 constexpr int THREADS = CWARPS * 32 + 32;  // + one producer warp = 288
 constexpr int NL = 4;                      // producer lanes (row 76: one)
@@ -65,26 +63,37 @@ constexpr int MAX_CPS = 4;                 // CTAs per SM the plan may size the 
 static_assert(2 * MAX_STAGES * 8 <= HEAD, "barriers fit the head");
 static_assert(MAX_STAGES % NL == 0, "ring depths are multiples of the producer lanes");
 
-// Bytes of one stage (MP activation rows + 32 W rows, 128 B each: both 1024-aligned), and the slack
+// Bytes of one stage (MP activation rows + BN W rows, 128 B each: both 1024-aligned), and the slack
 // the m64 A descriptor may read past the last stage (64 rows from the activation box's start).
-__host__ __device__ constexpr int stage_bytes(int MP) { return (MP + BN) * 128; }
-__host__ __device__ constexpr int slack_bytes(int MP) {
-  return 64 * 128 > stage_bytes(MP) ? 64 * 128 - stage_bytes(MP) : 0;
+__host__ __device__ constexpr int stage_bytes(int MP, int BN) { return (MP + BN) * 128; }
+__host__ __device__ constexpr int slack_bytes(int MP, int BN) {
+  return 64 * 128 > stage_bytes(MP, BN) ? 64 * 128 - stage_bytes(MP, BN) : 0;
 }
+// Registers: 3 CTAs per SM at BN = 32 (<= 72 registers), 2 at 64, 1 above (the accumulators are
+// BN / 2 floats per thread).
+constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 
-// MP: activation box rows (M rounded up: 16, 32, 64).
-// MC (experiment row 75): 2-CTA clusters of neighbouring strips, each CTA loading half of every
-// activation box and multicasting it to both. LANES: producer lanes (experiment row 76: 1).
-template <int MP, bool MC = false, int LANES = NL>
-__global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM fit
+// MP: activation box rows (M rounded up: 16, 32, 64). BN: W rows (output columns) per CTA, a
+// multiple of 32 (the plan's 32; 64-128 in the experiment rows). CL: CTAs of a cluster of
+// neighbouring strips, each loading MP / CL rows of every activation box and multicasting them to
+// all (1: no cluster). LANES: producer lanes (experiment row 76: 1). SPLITM (experiment rows
+// 142-145, cuBLAS's M = 64 pairing): the two CTAs of a cluster (CL = 2) share one strip instead,
+// rank r taking activation rows r * MP.. (MP = 32 at M = 64), each loading half of every W box and
+// multicasting it to both: W crosses from L2 once per pair, each CTA reads half the activations.
+template <int MP, int BN, int CL, int LANES, bool SPLITM = false>
+__global__ void __launch_bounds__(THREADS, min_ctas(BN))
     k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
-  constexpr int NCL = MC ? CL : 1;             // CTAs sharing a slot
-  constexpr int MH = MP / NCL;                 // activation rows this CTA loads (and multicasts)
-  constexpr int STAGE = stage_bytes(MP);
-  static_assert((MH * 128) % 1024 == 0, "each half starts on a swizzle atom");
+  static_assert(BN % 32 == 0 && BN <= 128, "W rows per CTA");
+  constexpr bool MC = CL > 1;                  // a cluster: empty barriers freed by every CTA
+  constexpr bool AMC = MC && !SPLITM;          // activation box multicast (neighbouring strips)
+  constexpr int MH = AMC ? MP / CL : MP;       // activation rows this CTA loads
+  constexpr int WH = SPLITM ? BN / CL : BN;    // W rows this CTA loads
+  static_assert(!SPLITM || (CL == 2 && (WH * 128) % 1024 == 0), "split-M pairs: W halves of whole atoms");
+  constexpr int STAGE = stage_bytes(MP, BN);
+  static_assert((MH * 128) % 1024 == 0, "each part starts on a swizzle atom");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);  // [stages] in the head
@@ -93,7 +102,9 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
-  const int n0 = blockIdx.x * BN;  // this CTA's first output column (>= N: the spare of a pair)
+  // This CTA's first output column (>= N: a spare of a cluster) and first activation row.
+  const int n0 = (SPLITM ? blockIdx.x / CL : blockIdx.x) * BN;
+  const int m0 = SPLITM ? rank * MP : 0;
   const int num_k = ceil_div(K, kBK);
 
   // The next kernel of the stream may place its CTAs as ours leave (it waits for our completion
@@ -102,9 +113,9 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
-    mbar_ring_init(full, empty, stages, 4 * NCL);
+    mbar_ring_init(full, empty, stages, 4 * CL);  // one consumer warpgroup of each CTA frees a slot
   }
-  if constexpr (MC) cluster_sync();  // both CTAs' barriers initialised before any multicast
+  if constexpr (MC) cluster_sync();  // every CTA's barriers initialised before any multicast
   else __syncthreads();
 
   if (warp == CWARPS) {
@@ -123,27 +134,34 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // their W box, every lane waits, then their activation boxes.
     if (lane < LANES) {
       const int pre = min(num_k, min(stages, wpre));
-      const int wrow = min(n0, N - 1);  // spare CTA of a cluster: clamped, its products dropped
-      // Multicast: rank 1's half when M <= MP / 2 would be rows wholly past M: not loaded at all
-      // (its smem rows stay junk; accumulator rows >= M are never stored). Both CTAs expect the
-      // bytes actually sent.
-      const bool two = !MC || M > MH;
-      const bool mine = rank == 0 || two;
-      const uint32_t bytes = BN * 128 + (MC ? (two ? 2 : 1) * MH * 128 : MP * 128);
+      // Box origins past the tensor are clamped to its last row (a spare CTA's strip, a split-M
+      // half wholly past N or M): the rows then loaded feed only columns >= N or rows >= M,
+      // which are never stored, and every box keeps at least one row inside the tensor.
+      const int wrow = min(n0 + (SPLITM ? rank * WH : 0), N - 1);
+      const int arow = min(m0, M - 1);
+      // Activation multicast: a part whose rows lie wholly past M is not loaded at all (its smem
+      // rows stay junk; accumulator rows >= M are never stored). Every CTA expects the bytes
+      // actually sent.
+      const int parts = AMC ? min(CL, ceil_div(M, MH)) : 1;
+      const bool mine = rank < parts;
+      const uint32_t bytes = BN * 128 + parts * MH * 128;
+      constexpr uint16_t everyone = uint16_t((1u << CL) - 1);
       auto load_w = [&](int kb, int s) {
-        tma_load_2d(ring + s * STAGE + MP * 128, &tmW, &full[s], kb * kBK, wrow);
+        uint8_t* dst = ring + s * STAGE + MP * 128 + (SPLITM ? rank * WH * 128 : 0);
+        if constexpr (SPLITM) tma_load_2d_multicast(dst, &tmW, &full[s], kb * kBK, wrow, everyone);
+        else tma_load_2d(dst, &tmW, &full[s], kb * kBK, wrow);
       };
       auto load_a = [&](int kb, int s) {
-        uint8_t* dst = ring + s * STAGE + rank * MH * 128;
-        if constexpr (MC) {
-          if (mine) tma_load_2d_multicast(dst, &tmA, &full[s], kb * kBK, rank * MH, uint16_t((1u << CL) - 1));
+        if constexpr (AMC) {
+          uint8_t* dst = ring + s * STAGE + rank * MH * 128;
+          if (mine) tma_load_2d_multicast(dst, &tmA, &full[s], kb * kBK, rank * MH, everyone);
         } else {
-          tma_load_2d(dst, &tmA, &full[s], kb * kBK, 0);
+          tma_load_2d(ring + s * STAGE, &tmA, &full[s], kb * kBK, arow);
         }
       };
       // The first `pre` k-blocks use slots 0..pre-1 in their first round (free: no wait).
       for (int kb = lane; kb < pre; kb += LANES) {
-        mbar_arrive_expect_tx(&full[kb], bytes);  // own W box + the activation halves
+        mbar_arrive_expect_tx(&full[kb], bytes);  // own W box + the activation parts
         load_w(kb, kb);
       }
       pdl_wait();
@@ -152,7 +170,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       uint32_t ph = 0;  // round parity of slot s
       if (s >= stages) s -= stages, ph = 1;
       for (int kb = pre + lane; kb < num_k; kb += LANES) {
-        mbar_wait(&empty[s], ph ^ 1);  // both CTAs' consumers released slot s (round 0: at once)
+        mbar_wait(&empty[s], ph ^ 1);  // every CTA's consumers released slot s (round 0: at once)
         mbar_arrive_expect_tx(&full[s], bytes);
         load_w(kb, s);
         load_a(kb, s);
@@ -165,7 +183,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator; slots
     // and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
-    // A slot is free once this CTA's consumers (and, with multicast, the peer's) released it.
+    // A slot is free once this CTA's consumers (and, with multicast, every peer's) released it.
     auto release = [](uint64_t* bar) {
       if constexpr (MC) {
 #pragma unroll
@@ -186,7 +204,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
       const uint64_t db = make_smem_desc_sw128(st + MP * 128);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n32k16(acc, da + 2 * kk, db + 2 * kk, 1);
+      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64nk16<BN>(acc, da + 2 * kk, db + 2 * kk);
       wgmma_commit();
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0) release(&empty[prev]);
@@ -199,7 +217,7 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
     // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
     // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
     named_barrier_sync(1, CWARPS * 32);
-    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private 64 B
+    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private BN * 2 bytes
     if (q == 1) {
 #pragma unroll
       for (int i = 0; i < BN / 2; i += 4)
@@ -213,37 +231,86 @@ __global__ void __launch_bounds__(THREADS, 3)  // <= 72 registers: 3 CTAs per SM
         const float4 v = *reinterpret_cast<const float4*>(part + i);
         acc[i] += v.x, acc[i + 1] += v.y, acc[i + 2] += v.z, acc[i + 3] += v.w;
       }
-      store_acc_bounded<BN>(acc, C, M, N, 0, n0, t128);  // rows >= M, columns >= N skipped
+      // Rows >= M (and, split over M, rows past this CTA's MP), columns >= N skipped.
+      store_acc_bounded<BN>(acc, C, min(M, m0 + MP), N, m0, n0, t128);
     }
   }
-  if constexpr (MC) cluster_sync();  // the peer may still arrive on our empty barriers
+  if constexpr (MC) cluster_sync();  // peers may still arrive on our empty barriers
 #endif
 }
 
 struct Cfg15 {
-  int mp = 64, cps = 1, stages = 4, wpre = 2, grid = 1;
-  bool mc = false;
+  int mp = 64, bn = 32, cl = 1, lanes = NL, cps = 1, stages = 4, wpre = 2, grid = 1;
+  bool splitm = false;
   size_t smem = 0;
 };
 
-// The kernel a configuration launches (for the occupancy queries).
-template <bool MC, int LANES>
-const void* kernel_of(const Cfg15& c) {
-  if (c.mp == 16) return reinterpret_cast<const void*>(&k15<16, MC, LANES>);
-  if (c.mp == 32) return reinterpret_cast<const void*>(&k15<32, MC, LANES>);
-  return reinterpret_cast<const void*>(&k15<64, MC, LANES>);
+// Calls f(Kern<MP, BN, CL, LANES>{}) for a configuration's kernel: the instantiations that exist
+// are BN in {32, 64, 96, 128} x CL in {1, 2, 4} (CL = 4 only with MP >= 32: 8-row parts at least)
+// with four lanes, and one lane only at BN = 32 without clusters (row 76).
+template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
+struct Kern {
+  static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
+  static constexpr bool SPLITM = SPLITM_;
+  static const void* fn() { return reinterpret_cast<const void*>(&k15<MP, BN, CL, LANES, SPLITM>); }
+};
+template <int MP, int BN, class F>
+void with_cl(const Cfg15& c, F&& f) {
+  if (c.cl == 1) return f(Kern<MP, BN, 1, NL>{});
+  if (c.cl == 2) return f(Kern<MP, BN, 2, NL>{});
+  if constexpr (MP >= 32) {
+    if (c.cl == 4) return f(Kern<MP, BN, 4, NL>{});
+  }
+  throw BadArgument("rung 15: no kernel for MP=" + std::to_string(MP) + " CL=" + std::to_string(c.cl));
+}
+template <int MP, class F>
+void with_bn(const Cfg15& c, F&& f) {
+  if (c.splitm) {  // pairs along M: MP 16 or 32 per CTA, four lanes
+    KL_REQUIRE(c.cl == 2 && c.lanes == NL, "rung 15: split-M runs in pairs with four lanes");
+    if constexpr (MP <= 32) {
+      switch (c.bn) {
+        case 32: return f(Kern<MP, 32, 2, NL, true>{});
+        case 64: return f(Kern<MP, 64, 2, NL, true>{});
+        case 96: return f(Kern<MP, 96, 2, NL, true>{});
+        case 128: return f(Kern<MP, 128, 2, NL, true>{});
+      }
+    }
+    throw BadArgument("rung 15: no split-M kernel for MP=" + std::to_string(MP) + " BN=" + std::to_string(c.bn));
+  }
+  if (c.lanes == 1) {
+    KL_REQUIRE(c.bn == 32 && c.cl == 1, "rung 15: one producer lane only at BN = 32, no clusters");
+    return f(Kern<MP, 32, 1, 1>{});
+  }
+  KL_REQUIRE(c.lanes == NL, "rung 15: " << c.lanes << " producer lanes");
+  switch (c.bn) {
+    case 32: return with_cl<MP, 32>(c, f);
+    case 64: return with_cl<MP, 64>(c, f);
+    case 96: return with_cl<MP, 96>(c, f);
+    case 128: return with_cl<MP, 128>(c, f);
+    default: throw BadArgument("rung 15: no kernel for BN=" + std::to_string(c.bn));
+  }
+}
+template <class F>
+void with_kernel(const Cfg15& c, F&& f) {
+  if (c.mp == 16) return with_bn<16>(c, f);
+  if (c.mp == 32) return with_bn<32>(c, f);
+  return with_bn<64>(c, f);
 }
 
 // The ring for `cps` CTAs per SM: 228 KB of shared memory per SM, 1 KB reserved per CTA, the
 // 1024-byte alignment pad, the head and the slack; at most MAX_STAGES stages.
-Cfg15 make_cfg(int M, int N, int cps, int wpre, bool mc) {
+Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = false) {
   Cfg15 c;
   c.mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
-  c.mc = mc;
+  if (cl == 4) c.mp = std::max(c.mp, 32);  // 4 parts of at least 8 rows (a swizzle atom)
+  c.splitm = splitm;
+  if (splitm) c.mp = std::min(c.mp, 32), cl = 2;  // each CTA of the pair: up to 32 rows
+  c.bn = bn;
+  c.cl = cl;
   c.cps = std::clamp(cps, 1, MAX_CPS);
   c.wpre = std::max(1, wpre);
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
-  const int fixed = 1024 + HEAD + slack_bytes(c.mp);
+  const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
   // A multiple of 4 (>= 4): slot s is then filled by the same producer lane (every round after
   // the first) and consumed by the same warpgroup, so every waiter sees its slots' rounds in
   // order. (With 11 stages and 4 lanes, consecutive rounds of a slot went to different lanes; a
@@ -252,59 +319,64 @@ Cfg15 make_cfg(int M, int N, int cps, int wpre, bool mc) {
   // with a launch failure at 1x11008x4096.) At least 4 also because a warpgroup holds its
   // previous slot until its next stage's wgmmas are issued: with the two interleaved, 3 slots can
   // be held while the 4th loads.
-  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp) / NL * NL, NL, MAX_STAGES);
-  c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp);
-  const int strips = ceil_div(N, BN);
-  c.grid = mc ? CL * ceil_div(strips, CL) : strips;
+  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / NL * NL, NL, MAX_STAGES);
+  c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
+  const int strips = ceil_div(N, c.bn);
+  c.grid = splitm ? 2 * strips : c.cl * ceil_div(strips, c.cl);
   return c;
 }
 
 // CTAs of this configuration the device holds at once (cached occupancy queries).
 int resident(const Cfg15& c) {
-  const void* fn = c.mc ? kernel_of<true, NL>(c) : kernel_of<false, NL>(c);
+  const void* fn = nullptr;
+  with_kernel(c, [&](auto k) { fn = decltype(k)::fn(); });
   opt_in_smem(fn, SMEM_OPTIN);
-  return c.mc ? CL * resident_clusters(fn, CL, THREADS, c.smem)
-              : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
+  return c.cl > 1 ? c.cl * resident_clusters(fn, c.cl, THREADS, c.smem)
+                  : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
 }
 
-// The plan: the deepest ring (fewest CTAs per SM) with which the whole grid is resident at once
-// (N = 4096: 128 CTAs, one per SM; N = 11008: 344 CTAs, three per SM, 8 stages). Two W boxes go
-// out before the PDL wait (rung 11 v4's measured choice at M > 16). 64-row strips (172 CTAs at
-// N = 11008, two per SM where needed) measured slower at M >= 16 and no better than rung 03 at
-// M = 1 (run 8), so the strips are always 32 rows.
-Cfg15 plan(int M, int N, bool mc) {
+// The plan for (BN, CL): the deepest ring (fewest CTAs per SM) with which the whole grid is
+// resident at once (N = 4096: 128 CTAs, one per SM; N = 11008: 344 CTAs, three per SM, 8 stages).
+// Two W boxes go out before the PDL wait (rung 11 v4's measured choice at M > 16).
+Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = make_cfg(M, N, cps, 2, mc);
+    const Cfg15 c = make_cfg(M, N, bn, cl, cps, 2, splitm);
     if (c.grid <= resident(c)) return c;
   }
-  return make_cfg(M, N, MAX_CPS, 2, mc);  // N too large for one wave: waves of 4-per-SM rings
+  return make_cfg(M, N, bn, cl, MAX_CPS, 2, splitm);  // N too large for one wave: 4-per-SM rings
 }
 
-Cfg15 choose(int M, int N, bool mc = false) {
-  static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;
-  return cache.get(std::make_tuple(device_info().id, M <= 16 ? 16 : M <= 32 ? 32 : 64, N, mc),
-                   [&] { return plan(M, N, mc); });
+// The strip width and cluster the rung runs: 32-row strips without clusters (64-row strips at
+// N = 11008 measured slower at M >= 16 and no better than rung 03 at M = 1, run 8; multicast pairs
+// slower on every N = 4096 shape).
+std::pair<int, int> strip_of(int /*M*/, int /*N*/) { return {32, 1}; }
+
+Cfg15 choose(int M, int N, int bn, int cl, bool splitm = false) {
+  static PlanCache<std::tuple<int, int, int, int, int, bool>, Cfg15> cache;
+  const int mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
+  return cache.get(std::make_tuple(device_info().id, mp, N, bn, cl, splitm),
+                   [&] { return plan(M, N, bn, cl, splitm); });
+}
+Cfg15 choose(int M, int N) {
+  const auto [bn, cl] = strip_of(M, N);
+  return choose(M, N, bn, cl);
 }
 
-template <int MP, bool MC, int LANES>
-void launch_k(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
-  KL_REQUIRE(cf.stages % NL == 0 && cf.stages >= NL, "rung 15: ring depth " << cf.stages << " not a multiple of " << NL);
-  const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MC ? MP / CL : MP, kBK,
-                                                 CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, BN, kBK,
-                                                 CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k15<MP, MC, LANES>), SMEM_OPTIN);
-  // Programmatic dependent launch only on created streams (pdl.cuh).
-  pdl_launch_cluster(k15<MP, MC, LANES>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
-                     MC ? CL : 0, tA, tW, a.C, a.M, a.N, a.K, cf.stages, cf.wpre);
-}
-
-template <bool MC = false, int LANES = NL>
 void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
-  KL_REQUIRE(cf.mc == MC, "rung 15: plan and kernel disagree on clusters");
-  if (cf.mp == 16) launch_k<16, MC, LANES>(a, cf, s);
-  else if (cf.mp == 32) launch_k<32, MC, LANES>(a, cf, s);
-  else launch_k<64, MC, LANES>(a, cf, s);
+  KL_REQUIRE(cf.stages % NL == 0 && cf.stages >= NL, "rung 15: ring depth " << cf.stages << " not a multiple of " << NL);
+  with_kernel(cf, [&](auto k) {
+    using Kn = decltype(k);
+    // Box rows: the activation part / W part one CTA loads.
+    constexpr int a_rows = Kn::SPLITM ? Kn::MP : Kn::MP / Kn::CL;
+    constexpr int w_rows = Kn::SPLITM ? Kn::BN / 2 : Kn::BN;
+    const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, a_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, w_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    opt_in_smem(Kn::fn(), SMEM_OPTIN);
+    // Programmatic dependent launch only on created streams (pdl.cuh).
+    pdl_launch_cluster(k15<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid), dim3(THREADS), cf.smem,
+                       s, pdl_stream(s), Kn::CL > 1 ? Kn::CL : 0, tA, tW, a.C, a.M, a.N, a.K,
+                       cf.stages, cf.wpre);
+  });
 }
 
 }  // namespace
@@ -325,20 +397,32 @@ std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d) {
 void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N), s); }
 
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
-  launch_cfg(a, make_cfg(a.M, a.N, cps, wpre, false), s);
+  const auto [bn, cl] = strip_of(a.M, a.N);
+  launch_cfg(a, make_cfg(a.M, a.N, bn, cl, cps, wpre), s);
+}
+
+void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
+  KL_REQUIRE(bn == 32 || bn == 64 || bn == 96 || bn == 128, "rung 15: strip of " << bn << " rows");
+  KL_REQUIRE(cl == 1 || cl == 2 || cl == 4, "rung 15: cluster of " << cl);
+  KL_REQUIRE(!splitm || cl == 2, "rung 15: split-M runs in pairs");
+  launch_cfg(a, choose(a.M, a.N, bn, cl, splitm), s);
 }
 
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
   switch (which) {
-    case 1: return launch_cfg<true>(a, choose(a.M, a.N, true), s);  // multicast pairs
-    case 2: return launch_cfg<false, 1>(a, choose(a.M, a.N), s);     // one producer lane
+    case 1: return launch_15_strip(a, 32, 2, false, s);  // multicast pairs
+    case 2: {                                      // one producer lane
+      Cfg15 c = choose(a.M, a.N, 32, 1);
+      c.lanes = 1;
+      return launch_cfg(a, c, s);
+    }
     default: throw BadArgument("rung 15: no variant " + std::to_string(which));
   }
 }
 
 std::string describe_15(int M, int N) {
   const Cfg15 c = choose(M, N);
-  return "MP=" + std::to_string(c.mp) + " CTAs/SM=" +
+  return "MP=" + std::to_string(c.mp) + " BN=" + std::to_string(c.bn) + " CL=" + std::to_string(c.cl) + " CTAs/SM=" +
          std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " wpre=" +
          std::to_string(c.wpre) + " grid=" + std::to_string(c.grid) + " smem=" + std::to_string(c.smem);
 }

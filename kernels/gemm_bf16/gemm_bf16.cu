@@ -109,6 +109,28 @@ std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
 void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
 template <int V>
 void launch15_variant(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_variant(a, V, s); }
+// Rung 15 with (strip rows, cluster) forced: rows 130 + 3 * (BN / 32 - 1) + log2(CL); split-M
+// pairs 142 + BN / 32 - 1.
+template <int BN, int CL, bool SPLITM = false>
+void launch15_strip(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_strip(a, BN, CL, SPLITM, s); }
+template <int BN>
+void add_exp15m(std::vector<Rung<GemmBf16Args>>& t) {
+  static const std::string name = "x15_bn" + std::to_string(BN) + "_m2";
+  static const std::string what = "experiment: rung 15, pairs of CTAs on one " + std::to_string(BN) +
+                                  "-row W strip, each taking half of M, W boxes multicast";
+  t.push_back({142 + BN / 32 - 1, name.c_str(), what.c_str(), hopper_gemm::supports_15,
+               launch15_strip<BN, 2, true>});
+}
+template <int BN, int CL>
+void add_exp15(std::vector<Rung<GemmBf16Args>>& t) {
+  static const std::string name = "x15_bn" + std::to_string(BN) + "_cl" + std::to_string(CL);
+  static const std::string what =
+      "experiment: rung 15 with " + std::to_string(BN) + "-row W strips, " +
+      (CL == 1 ? std::string("no clusters")
+               : "clusters of " + std::to_string(CL) + " multicasting the activation box");
+  t.push_back({130 + 3 * (BN / 32 - 1) + (CL == 1 ? 0 : CL == 2 ? 1 : 2), name.c_str(), what.c_str(),
+               hopper_gemm::supports_15, launch15_strip<BN, CL>});
+}
 void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp<Tile::L>(t);
   add_exp<Tile::M>(t);
@@ -135,6 +157,11 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
                hopper_gemm::supports_15, launch15_variant<2>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
+  add_exp15<32, 1>(t), add_exp15<32, 2>(t), add_exp15<32, 4>(t);
+  add_exp15<64, 1>(t), add_exp15<64, 2>(t), add_exp15<64, 4>(t);
+  add_exp15<96, 1>(t), add_exp15<96, 2>(t), add_exp15<96, 4>(t);
+  add_exp15<128, 1>(t), add_exp15<128, 2>(t), add_exp15<128, 4>(t);
+  add_exp15m<32>(t), add_exp15m<64>(t), add_exp15m<96>(t), add_exp15m<128>(t);
 }
 
 }  // namespace gemm_bf16_detail

@@ -89,6 +89,11 @@ std::string describe_15(int M, int N);  // the plan rung 15 launches (tests prin
 // Rung 15 with one of its choices undone (experiment rows 75-76): 1 multicast pairs (2-CTA
 // clusters sharing the activation box), 2 one producer lane.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
+// Rung 15 with its strip width forced to bn W rows per CTA (32, 64, 96, 128) in clusters of cl CTAs
+// (1, 2, 4) sharing the activation box by multicast, or (splitm, cl = 2) pairs sharing one strip,
+// each taking half of M and multicasting half of every W box; the ring as the plan sizes it
+// (experiment rows 130-145 and the tests).
+void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
