@@ -344,6 +344,15 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
         EXPECT_TRUE(p.check(c).empty()) << what << ": " << p.check(c);
         EXPECT_EQ(base, c) << what << ": not bitwise equal to the plan's launch";
       }
+    for (int bn : {80, 88, 104, 112}) {  // widths cut into n64 / n32 / n24 / n16 pieces
+      p.poison();
+      kl::hopper_gemm::launch_15_strip(p.args(), bn, 1, false, 0);
+      const std::string what = "rung 15 BN=" + std::to_string(bn) + " at " + d.what;
+      sync_or_die(what);
+      const auto c = p.result();
+      EXPECT_TRUE(p.check(c).empty()) << what << ": " << p.check(c);
+      EXPECT_EQ(base, c) << what << ": not bitwise equal to the plan's launch";
+    }
   }
 }
 

@@ -377,22 +377,54 @@ __device__ __forceinline__ void wgmma_rs_m64n256k16(float (&d)[128], const uint3
       : "memory");
 }
 
-// D[64 x N] += A[64 x 16] * B[N x 16]^T for any N that is a multiple of 32 up to 256 (both operands
-// in shared memory, B a K-major 128B-swizzled box of N rows): the native shape where one exists
-// (32, 64, 128, 256), else the widest native piece and the rest on the B rows after it. The pieces'
-// accumulators sit one after the other in d, which is the layout a single m64nNk16 would give
-// (d[4j..4j+3] is column group j), so callers need not know how it was cut. B rows 64.. start
-// 8 KB further (64 rows x 128 B: whole swizzle atoms), i.e. 512 added to the descriptor's
-// start field (address >> 4).
+// Narrow pieces (n8 / n16 / n24) for strip widths that are multiples of 8 but not of 32 (rung 15).
+__device__ __forceinline__ void wgmma_ss_m64n8k16(float (&d)[4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
+      : "memory");
+}
+__device__ __forceinline__ void wgmma_ss_m64n16k16(float (&d)[8], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
+      : "memory");
+}
+__device__ __forceinline__ void wgmma_ss_m64n24k16(float (&d)[12], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, %12, %13, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d)
+      : "memory");
+}
+
+// D[64 x N] += A[64 x 16] * B[N x 16]^T for any N that is a multiple of 8 up to 256 (both operands
+// in shared memory, B a K-major 128B-swizzled box of N rows): the native shape where one is written
+// out here (8, 16, 24, 32, 64, 128, 256), else the widest of 128 / 64 / 32 below N and the rest on
+// the B rows after it (88 = 64 + 24, 112 = 64 + 32 + 16). The pieces' accumulators sit one after
+// the other in d, which is the layout a single m64nNk16 would give (d[4j..4j+3] is column group j),
+// so callers need not know how it was cut. B rows P.. start P x 128 bytes further (whole 8-row
+// swizzle atoms), i.e. P x 8 added to the descriptor's start field (address >> 4).
 template <int N>
 __device__ __forceinline__ void wgmma_ss_m64nk16(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b) {
-  static_assert(N % 32 == 0 && N >= 32 && N <= 256, "N: a multiple of 32 up to 256");
-  if constexpr (N == 32) wgmma_ss_m64n32k16(d, desc_a, desc_b, 1);
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "N: a multiple of 8 up to 256");
+  if constexpr (N == 8) wgmma_ss_m64n8k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 16) wgmma_ss_m64n16k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 24) wgmma_ss_m64n24k16(d, desc_a, desc_b, 1);
+  else if constexpr (N == 32) wgmma_ss_m64n32k16(d, desc_a, desc_b, 1);
   else if constexpr (N == 64) wgmma_ss_m64n64k16(d, desc_a, desc_b, 1);
   else if constexpr (N == 128) wgmma_ss_m64n128k16(d, desc_a, desc_b, 1);
   else if constexpr (N == 256) wgmma_ss_m64n256k16(d, desc_a, desc_b, 1);
   else {
-    constexpr int P = N > 128 ? 128 : 64;  // widest native piece below N (N = 96, 160, 192, 224)
+    constexpr int P = N > 128 ? 128 : N > 64 ? 64 : 32;
     wgmma_ss_m64nk16<P>(*reinterpret_cast<float(*)[P / 2]>(d), desc_a, desc_b);
     wgmma_ss_m64nk16<N - P>(*reinterpret_cast<float(*)[(N - P) / 2]>(d + P / 2), desc_a,
                             desc_b + uint64_t(P * 128 >> 4));

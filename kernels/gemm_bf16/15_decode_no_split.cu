@@ -61,7 +61,7 @@ constexpr int MAX_STAGES = 64;
 constexpr int SMEM_OPTIN = 227 * 1024;
 constexpr int MAX_CPS = 4;                 // CTAs per SM the plan may size the ring for
 static_assert(2 * MAX_STAGES * 8 <= HEAD, "barriers fit the head");
-static_assert(MAX_STAGES % NL == 0, "ring depths are multiples of the producer lanes");
+static_assert(MAX_STAGES % 2 == 0, "ring depths are even");
 
 // Bytes of one stage (MP activation rows + BN W rows, 128 B each: both 1024-aligned), and the slack
 // the m64 A descriptor may read past the last stage (64 rows from the activation box's start).
@@ -74,7 +74,7 @@ __host__ __device__ constexpr int slack_bytes(int MP, int BN) {
 constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 
 // MP: activation box rows (M rounded up: 16, 32, 64). BN: W rows (output columns) per CTA, a
-// multiple of 32 (the plan's 32; 64-128 in the experiment rows). CL: CTAs of a cluster of
+// multiple of 8 from 32 to 128 (the plan's; the experiment rows force others). CL: CTAs of a cluster of
 // neighbouring strips, each loading MP / CL rows of every activation box and multicasting them to
 // all (1: no cluster). LANES: producer lanes (experiment row 76: 1). SPLITM (experiment rows
 // 142-145, cuBLAS's M = 64 pairing): the two CTAs of a cluster (CL = 2) share one strip instead,
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
-  static_assert(BN % 32 == 0 && BN <= 128, "W rows per CTA");
+  static_assert(BN % 8 == 0 && BN >= 32 && BN <= 128, "W rows per CTA");
   constexpr bool MC = CL > 1;                  // a cluster: empty barriers freed by every CTA
   constexpr bool AMC = MC && !SPLITM;          // activation box multicast (neighbouring strips)
   constexpr int MH = AMC ? MP / CL : MP;       // activation rows this CTA loads
@@ -119,16 +119,17 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
   else __syncthreads();
 
   if (warp == CWARPS) {
-    // ---- producer: lanes 0..LANES-1 each own every LANES-th k-block (lane j: k-blocks j,
-    // j + LANES, ...). One thread walking the ring issued a stage every ~300 ns (ncu: the
-    // consumers' full-barrier waits held 41% of the samples, DRAM 23% busy): each k-block is a
-    // chain of dependent steps (slot arithmetic, the empty-barrier try_wait, expect_tx, two TMA
-    // issues) that one thread runs in series. LANES lanes of one warp run the same chain side by
-    // side. Slots and phases advance by addition (no division by the runtime ring depth), and the
-    // ring depth is a multiple of LANES, so every round of slot s after its first is issued by the
-    // same lane, in order (make_cfg says what broke otherwise). The first round of the `pre` slots
-    // may come from another lane: harmless, since the waiter for round 1 waits on phase 0, which no
-    // earlier phase can alias.
+    // ---- producer: lanes 0..LANES-1 each own every LANES-th slot of the ring (lane j: slots j,
+    // j + LANES, ...) and fill them round after round, k-block r * stages + s in round r. One
+    // thread walking the ring issued a stage every ~300 ns (ncu: the consumers' full-barrier waits
+    // held 41% of the samples, DRAM 23% busy): each k-block is a chain of dependent steps (slot
+    // arithmetic, the empty-barrier try_wait, expect_tx, two TMA issues) that one thread runs in
+    // series; LANES lanes of one warp run the same chain side by side. Every round of a slot comes
+    // from the same lane, in order, so no lane can run two rounds ahead of a slot and test the
+    // parity of a phase two back (the bug of the first four-lane version, which gave lane j the
+    // k-blocks j, j + 4, ...: with 11 stages consecutive rounds of a slot went to different lanes,
+    // one re-armed a full barrier still pending; make_cfg). No division: rounds advance by
+    // addition.
     // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
     // activations (possibly the previous kernel's output) only after: the first `pre` stages get
     // their W box, every lane waits, then their activation boxes.
@@ -159,23 +160,22 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
           tma_load_2d(ring + s * STAGE, &tmA, &full[s], kb * kBK, arow);
         }
       };
-      // The first `pre` k-blocks use slots 0..pre-1 in their first round (free: no wait).
-      for (int kb = lane; kb < pre; kb += LANES) {
-        mbar_arrive_expect_tx(&full[kb], bytes);  // own W box + the activation parts
-        load_w(kb, kb);
+      // Round 0's first `pre` k-blocks (slots 0..pre-1, free: no wait).
+      for (int s = lane; s < pre; s += LANES) {
+        mbar_arrive_expect_tx(&full[s], bytes);  // own W box + the activation parts
+        load_w(s, s);
       }
       pdl_wait();
-      for (int kb = lane; kb < pre; kb += LANES) load_a(kb, kb);
-      int s = pre + lane;
-      uint32_t ph = 0;  // round parity of slot s
-      if (s >= stages) s -= stages, ph = 1;
-      for (int kb = pre + lane; kb < num_k; kb += LANES) {
-        mbar_wait(&empty[s], ph ^ 1);  // every CTA's consumers released slot s (round 0: at once)
-        mbar_arrive_expect_tx(&full[s], bytes);
-        load_w(kb, s);
-        load_a(kb, s);
-        s += LANES;
-        if (s >= stages) s -= stages, ph ^= 1;
+      for (int s = lane; s < pre; s += LANES) load_a(s, s);
+      uint32_t ph = 0;  // round parity
+      for (int base = 0; base < num_k; base += stages, ph ^= 1) {
+        for (int s = lane; s < stages && base + s < num_k; s += LANES) {
+          if (base + s < pre) continue;  // issued above
+          mbar_wait(&empty[s], ph ^ 1);  // every CTA's consumers released slot s (round 0: at once)
+          mbar_arrive_expect_tx(&full[s], bytes);
+          load_w(base + s, s);
+          load_a(base + s, s);
+        }
       }
     }
     __syncwarp();
@@ -287,6 +287,14 @@ void with_bn(const Cfg15& c, F&& f) {
     case 64: return with_cl<MP, 64>(c, f);
     case 96: return with_cl<MP, 96>(c, f);
     case 128: return with_cl<MP, 128>(c, f);
+  }
+  // Widths between (experiment rows 146-149): no clusters.
+  KL_REQUIRE(c.cl == 1, "rung 15: BN=" << c.bn << " runs without clusters");
+  switch (c.bn) {
+    case 80: return f(Kern<MP, 80, 1, NL>{});
+    case 88: return f(Kern<MP, 88, 1, NL>{});
+    case 104: return f(Kern<MP, 104, 1, NL>{});
+    case 112: return f(Kern<MP, 112, 1, NL>{});
     default: throw BadArgument("rung 15: no kernel for BN=" + std::to_string(c.bn));
   }
 }
@@ -311,15 +319,16 @@ Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = fa
   c.wpre = std::max(1, wpre);
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
   const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
-  // A multiple of 4 (>= 4): slot s is then filled by the same producer lane (every round after
-  // the first) and consumed by the same warpgroup, so every waiter sees its slots' rounds in
-  // order. (With 11 stages and 4 lanes, consecutive rounds of a slot went to different lanes; a
-  // lane two rounds ahead passed the empty-barrier parity test of a phase two back and re-armed a
-  // full barrier still pending: compute-sanitizer flagged the arrive.expect_tx, the bench died
-  // with a launch failure at 1x11008x4096.) At least 4 also because a warpgroup holds its
-  // previous slot until its next stage's wgmmas are issued: with the two interleaved, 3 slots can
-  // be held while the 4th loads.
-  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / NL * NL, NL, MAX_STAGES);
+  // Even (>= 4): warpgroup q takes the k-blocks of parity q, so with an even ring it always takes
+  // the slots of parity q, every round of a slot consumed by one warpgroup, in order (each slot is
+  // also filled by one producer lane). (Session 20's producer needed a multiple of 4: it gave
+  // lane j the k-blocks j, j + 4, ...; with 11 stages consecutive rounds of a slot went to
+  // different lanes, a lane two rounds ahead passed the empty-barrier parity test of a phase two
+  // back and re-armed a full barrier still pending: compute-sanitizer flagged the
+  // arrive.expect_tx, the bench died with a launch failure at 1x11008x4096.) At least 4 because
+  // a warpgroup holds its previous slot until its next stage's wgmmas are issued: with the two
+  // interleaved, 3 slots can be held while the 4th loads.
+  c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / 2 * 2, 4, MAX_STAGES);
   c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
   const int strips = ceil_div(N, c.bn);
   c.grid = splitm ? 2 * strips : c.cl * ceil_div(strips, c.cl);
@@ -363,7 +372,7 @@ Cfg15 choose(int M, int N) {
 }
 
 void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
-  KL_REQUIRE(cf.stages % NL == 0 && cf.stages >= NL, "rung 15: ring depth " << cf.stages << " not a multiple of " << NL);
+  KL_REQUIRE(cf.stages % 2 == 0 && cf.stages >= 4, "rung 15: ring depth " << cf.stages << " (even, >= 4)");
   with_kernel(cf, [&](auto k) {
     using Kn = decltype(k);
     // Box rows: the activation part / W part one CTA loads.
@@ -402,7 +411,7 @@ void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) 
 }
 
 void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
-  KL_REQUIRE(bn == 32 || bn == 64 || bn == 96 || bn == 128, "rung 15: strip of " << bn << " rows");
+  KL_REQUIRE(bn % 8 == 0 && bn >= 32 && bn <= 128, "rung 15: strip of " << bn << " rows");
   KL_REQUIRE(cl == 1 || cl == 2 || cl == 4, "rung 15: cluster of " << cl);
   KL_REQUIRE(!splitm || cl == 2, "rung 15: split-M runs in pairs");
   launch_cfg(a, choose(a.M, a.N, bn, cl, splitm), s);

@@ -113,6 +113,13 @@ void launch15_variant(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::laun
 // pairs 142 + BN / 32 - 1.
 template <int BN, int CL, bool SPLITM = false>
 void launch15_strip(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_strip(a, BN, CL, SPLITM, s); }
+// Widths between the multiples of 32 (no clusters): rows 146-149.
+template <int BN, int ROW>
+void add_exp15w(std::vector<Rung<GemmBf16Args>>& t) {
+  static const std::string name = "x15_bn" + std::to_string(BN) + "_cl1";
+  static const std::string what = "experiment: rung 15 with " + std::to_string(BN) + "-row W strips, no clusters";
+  t.push_back({ROW, name.c_str(), what.c_str(), hopper_gemm::supports_15, launch15_strip<BN, 1>});
+}
 template <int BN>
 void add_exp15m(std::vector<Rung<GemmBf16Args>>& t) {
   static const std::string name = "x15_bn" + std::to_string(BN) + "_m2";
@@ -162,6 +169,7 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
   add_exp15<96, 1>(t), add_exp15<96, 2>(t), add_exp15<96, 4>(t);
   add_exp15<128, 1>(t), add_exp15<128, 2>(t), add_exp15<128, 4>(t);
   add_exp15m<32>(t), add_exp15m<64>(t), add_exp15m<96>(t), add_exp15m<128>(t);
+  add_exp15w<80, 146>(t), add_exp15w<88, 147>(t), add_exp15w<104, 148>(t), add_exp15w<112, 149>(t);
 }
 
 }  // namespace gemm_bf16_detail
