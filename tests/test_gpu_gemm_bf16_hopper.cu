@@ -294,8 +294,8 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
   const Dims variant_cases[] = {{1, 264, 72, "9 strips (odd)"}, {8, 40, 1000, "M = 8"},
                                 {9, 40, 1000, "M = 9"}, {33, 1032, 4104, "M = 33, long K"},
                                 {64, 2056, 520, "M = 64, 65 / 33 strips"}};
-  const char* names[] = {"", "multicast pairs", "one producer lane"};
-  for (int v = 1; v <= 2; ++v)
+  const char* names[] = {"", "multicast pairs", "one producer lane", "ring cut to a multiple of 4"};
+  for (int v = 1; v <= 3; ++v)
     for (const Dims& d : variant_cases) {
       Problem p(d.M, d.N, d.K, 3);
       p.poison();
@@ -633,9 +633,9 @@ TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
     a.workspace = dws, a.workspace_bytes = wsb;
     const auto* picked = kl::gemm_bf16_pick(a, kl::device_info());
     ASSERT_NE(picked, nullptr);
-    // On the H200 the decode classes rung 15 leads (N < 8192, or 16 < M <= 32) must get it.
+    // On the H200 the decode classes rung 15 leads (N < 8192, or M > 16) must get it.
     std::string why;
-    if (hopper_here(&why) && s.M <= 64 && (s.N < 8192 || (s.M > 16 && s.M <= 32)))
+    if (hopper_here(&why) && s.M <= 64 && (s.N < 8192 || s.M > 16))
       EXPECT_EQ(picked->number, 15) << "[" << s.what << "] auto picked rung " << picked->number;
     p.poison();
     kl::gemm_bf16(a, 0);

@@ -245,9 +245,10 @@ struct Cfg15 {
   size_t smem = 0;
 };
 
-// Calls f(Kern<MP, BN, CL, LANES>{}) for a configuration's kernel: the instantiations that exist
-// are BN in {32, 64, 96, 128} x CL in {1, 2, 4} (CL = 4 only with MP >= 32: 8-row parts at least)
-// with four lanes, and one lane only at BN = 32 without clusters (row 76).
+// Calls f(Kern<MP, BN, CL, LANES, SPLITM>{}) for a configuration's kernel: the instantiations that
+// exist are, with four lanes, BN = 32, 40, ..., 128 without clusters; BN in {32, 64, 96, 128} in
+// clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs (MP <= 32);
+// one lane only at BN = 32 without clusters (row 76).
 template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
 struct Kern {
   static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
@@ -262,6 +263,15 @@ void with_cl(const Cfg15& c, F&& f) {
     if (c.cl == 4) return f(Kern<MP, BN, 4, NL>{});
   }
   throw BadArgument("rung 15: no kernel for MP=" + std::to_string(MP) + " CL=" + std::to_string(c.cl));
+}
+// Strip widths without clusters: every multiple of 8 from 32 to 128 (the plan's menu).
+template <int MP, int BN, class F>
+void with_width(const Cfg15& c, F&& f) {
+  if constexpr (BN <= 128) {
+    if (c.bn == BN) return f(Kern<MP, BN, 1, NL>{});
+    return with_width<MP, BN + 8>(c, f);
+  }
+  throw BadArgument("rung 15: no kernel for BN=" + std::to_string(c.bn));
 }
 template <int MP, class F>
 void with_bn(const Cfg15& c, F&& f) {
@@ -282,21 +292,14 @@ void with_bn(const Cfg15& c, F&& f) {
     return f(Kern<MP, 32, 1, 1>{});
   }
   KL_REQUIRE(c.lanes == NL, "rung 15: " << c.lanes << " producer lanes");
-  switch (c.bn) {
+  if (c.cl == 1) return with_width<MP, 32>(c, f);
+  switch (c.bn) {  // clusters: the multiples of 32
     case 32: return with_cl<MP, 32>(c, f);
     case 64: return with_cl<MP, 64>(c, f);
     case 96: return with_cl<MP, 96>(c, f);
     case 128: return with_cl<MP, 128>(c, f);
   }
-  // Widths between (experiment rows 146-149): no clusters.
-  KL_REQUIRE(c.cl == 1, "rung 15: BN=" << c.bn << " runs without clusters");
-  switch (c.bn) {
-    case 80: return f(Kern<MP, 80, 1, NL>{});
-    case 88: return f(Kern<MP, 88, 1, NL>{});
-    case 104: return f(Kern<MP, 104, 1, NL>{});
-    case 112: return f(Kern<MP, 112, 1, NL>{});
-    default: throw BadArgument("rung 15: no kernel for BN=" + std::to_string(c.bn));
-  }
+  throw BadArgument("rung 15: no cluster kernel for BN=" + std::to_string(c.bn));
 }
 template <class F>
 void with_kernel(const Cfg15& c, F&& f) {
@@ -355,10 +358,20 @@ Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
   return make_cfg(M, N, bn, cl, MAX_CPS, 2, splitm);  // N too large for one wave: 4-per-SM rings
 }
 
-// The strip width and cluster the rung runs: 32-row strips without clusters (64-row strips at
-// N = 11008 measured slower at M >= 16 and no better than rung 03 at M = 1, run 8; multicast pairs
-// slower on every N = 4096 shape).
-std::pair<int, int> strip_of(int /*M*/, int /*N*/) { return {32, 1}; }
+// The strip width the rung runs: the narrowest multiple of 8 (from 32) whose strips fit one per SM
+// in one wave, no clusters: N = 4096 -> 32 (128 CTAs), N = 11008 -> 88 (126 CTAs), N = 8192 ->
+// 64; past 132 x 128 columns, 128-row strips several per SM. Measured (H200, session 21,
+// results/h200/dev/s21/): at N = 11008 88-row strips against 32-row strips at three per SM
+// 28.8 / 24.6 against 31.7 / 28.2 us at M = 64, 28.8 / 24.4 against 28.8 / 26.2 at M = 32 (single /
+// graph); wider or narrower strips than one per SM slower (96: 115 CTAs, 29.5 / 27.0; 80: 138
+// CTAs, two waves, 33.9 / 37.0). Clusters multicasting the activation box and split-M pairs
+// multicasting W slower on every decode shape (rows 130-145).
+int strip_of(int N) {
+  const int sms = device_info().sms;
+  for (int bn = 32; bn < 128; bn += 8)
+    if (ceil_div(N, bn) <= sms) return bn;
+  return 128;
+}
 
 Cfg15 choose(int M, int N, int bn, int cl, bool splitm = false) {
   static PlanCache<std::tuple<int, int, int, int, int, bool>, Cfg15> cache;
@@ -366,10 +379,7 @@ Cfg15 choose(int M, int N, int bn, int cl, bool splitm = false) {
   return cache.get(std::make_tuple(device_info().id, mp, N, bn, cl, splitm),
                    [&] { return plan(M, N, bn, cl, splitm); });
 }
-Cfg15 choose(int M, int N) {
-  const auto [bn, cl] = strip_of(M, N);
-  return choose(M, N, bn, cl);
-}
+Cfg15 choose(int M, int N) { return choose(M, N, strip_of(N), 1); }
 
 void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
   KL_REQUIRE(cf.stages % 2 == 0 && cf.stages >= 4, "rung 15: ring depth " << cf.stages << " (even, >= 4)");
@@ -406,8 +416,7 @@ std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d) {
 void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N), s); }
 
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
-  const auto [bn, cl] = strip_of(a.M, a.N);
-  launch_cfg(a, make_cfg(a.M, a.N, bn, cl, cps, wpre), s);
+  launch_cfg(a, make_cfg(a.M, a.N, strip_of(a.N), 1, cps, wpre), s);
 }
 
 void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
@@ -423,6 +432,11 @@ void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
     case 2: {                                      // one producer lane
       Cfg15 c = choose(a.M, a.N, 32, 1);
       c.lanes = 1;
+      return launch_cfg(a, c, s);
+    }
+    case 3: {  // the plan with its ring cut to a multiple of 4 (session 20's rounding)
+      Cfg15 c = choose(a.M, a.N);
+      c.stages = c.stages / 4 * 4;
       return launch_cfg(a, c, s);
     }
     default: throw BadArgument("rung 15: no variant " + std::to_string(which));

@@ -158,11 +158,13 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  // 75-76: rung 15 with one of its choices undone (15_decode_no_split.cu).
+  // 75-77: rung 15 with one of its choices undone (15_decode_no_split.cu).
   t.push_back({75, "x15_multicast", "experiment: rung 15 in 2-CTA clusters, each loading half the activation box and multicasting it",
                hopper_gemm::supports_15, launch15_variant<1>});
   t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
                hopper_gemm::supports_15, launch15_variant<2>});
+  t.push_back({77, "x15_ring4", "experiment: rung 15 with its ring cut to a multiple of 4 stages",
+               hopper_gemm::supports_15, launch15_variant<3>});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
   add_exp15<32, 1>(t), add_exp15<32, 2>(t), add_exp15<32, 4>(t);
   add_exp15<64, 1>(t), add_exp15<64, 2>(t), add_exp15<64, 4>(t);
@@ -243,6 +245,11 @@ ShapeClass classify(const GemmBf16Args& a) {
     // single, 7 us slower back to back); wide, 16 < M <= 32: 32x11008x4096 28.0 / 26.1 (the auto
     // row, rung 03: 28.9 / 26.1); wide M <= 16 and M > 32 keep 03 / 11 (15 in the final call:
     // 31.7 us single at 1x11008x4096, 41.9 at 64x11008x4096).
+    // Session 21 (rung 15's strips one per SM: 88 rows at N = 11008; results/h200/dev/s21/, best
+    // of 2 processes, us single / graph): wide M > 16 takes rung 15 first: 64x11008x4096 28.8 /
+    // 24.6 (11: 34.0 / 27.6; cuBLAS 28.7 / 26.0), 32x11008x4096 28.8 / 24.4 (03: 29.3 / 26.7);
+    // wide M <= 16 keeps 03: 26.6 / 24.0 and 27.8 / 25.1 at M = 1 / 16 (15: 28.6 / 24.6, 28.3 /
+    // 24.4).
     if (a.N >= 8192)
       return a.M <= 16 ? ShapeClass::DecodeWide : a.M <= 32 ? ShapeClass::DecodeWide32 : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;
@@ -265,7 +272,7 @@ const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecode64 = {15, 11, 4, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide32 = {15, 3, 11, 10, 4, 2, 1, 0};
-  static const std::vector<int> kDecodeWide64 = {11, 4, 3, 10, 2, 1, 0};
+  static const std::vector<int> kDecodeWide64 = {15, 11, 4, 3, 10, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
   switch (c) {

@@ -86,8 +86,8 @@ void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
 std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
-// Rung 15 with one of its choices undone (experiment rows 75-76): 1 multicast pairs (2-CTA
-// clusters sharing the activation box), 2 one producer lane.
+// Rung 15 with one of its choices undone (experiment rows 75-77): 1 multicast pairs (2-CTA
+// clusters sharing the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
 // Rung 15 with its strip width forced to bn W rows per CTA (32, 64, 96, 128) in clusters of cl CTAs
 // (1, 2, 4) sharing the activation box by multicast, or (splitm, cl = 2) pairs sharing one strip,
