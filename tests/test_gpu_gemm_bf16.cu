@@ -288,12 +288,13 @@ TEST(GemmBf16, EveryTileForcedMatchesCpu) {
   }
 }
 
-// Experiment rows (KL_GEMM_EXP=1 only): numbered 30+ and 50+; each must compute the product.
+// Experiment rows (KL_GEMM_EXP=1 only): numbered 30+; each must compute the product (the decode
+// shape runs the decode rows: rung 11's forced plans, rung 15's variants and strips).
 TEST(GemmBf16, ExperimentRungsMatchCpu) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
   int ran = 0;
-  for (const Shape3& sh : std::vector<Shape3>{{300, 520, 1024}, {4096, 4096, 128}}) {
+  for (const Shape3& sh : std::vector<Shape3>{{300, 520, 1024}, {4096, 4096, 128}, {40, 1032, 520}}) {
     Problem p(sh, 11);
     for (const auto& rung : table()) {
       if (rung.number < 30 || !rung.supports(p.args(), d).empty()) continue;
