@@ -1,43 +1,50 @@
 // Rung 15 — decode_no_split: the M <= 64 stream over W with no K split and no reduction: the
-// activations are the wgmma A operand (m64), a 32-row W strip the B operand (n32), every CTA runs
-// the whole K and writes its 32 C columns straight from the accumulators, and four producer lanes
-// keep the TMA ring full.
+// activations are the wgmma A operand (m64), a W strip the B operand, every CTA runs the whole K
+// and writes its strip's C columns straight from the accumulators, and four producer lanes keep
+// the TMA ring full.
 //
 // Change from rung 11 (the previous decode rung): which operand is which, and so how the work is
 // cut. Rung 11 put W in the wgmma A slot (m64: 64 W rows per slab), so N = 4096 had only 64 strips
 // and it split K over a 2-CTA cluster to reach 128 CTAs, summing the halves through DSMEM after a
 // cluster barrier: 2.2-3.0 us of tail after the mainloop at M = 32 / 64 (tools/gemm_trace,
 // docs/gemm_bf16.md "The decode rung, fourth pass"). Here the activation box (MP = 16, 32 or 64
-// rows: M rounded up, zero-filled by TMA past M) is A and W is B, so a CTA owns 32 output columns
-// over the whole K: N = 4096 -> 128 CTAs of 32 rows, no reduction. What stays from rung 11: one
-// producer warp issuing TMA into a full/empty mbarrier ring, programmatic dependent launch with the
-// first W boxes requested before griddepcontrol.wait, a ring sized so the grid runs in one wave.
-//  * Producer: four lanes of the producer warp, lane j issuing k-blocks j, j + 4, ... The first
-//    version had one thread and ran at ~300 ns per k-block whatever the ring depth (24.3-24.5 us
-//    at 4096^2 for every M): ncu put 41% of the warp samples in the consumers' full-barrier wait with
-//    DRAM 23% busy, i.e. the single thread's per-k-block chain (a division by the runtime ring
-//    depth, the empty-barrier try_wait, expect_tx, two TMA issues) was the stream's rate. Slot and
-//    phase now advance by addition and four chains run side by side (results/h200/dev/dec15/).
+// rows: M rounded up, zero-filled by TMA past M) is A and W is B, so a CTA owns BN output columns
+// over the whole K, no reduction. What stays from rung 11: one producer warp issuing TMA into a
+// full/empty mbarrier ring, programmatic dependent launch with the first W boxes requested before
+// griddepcontrol.wait, a ring sized so the grid runs in one wave.
+//  * Strips: the narrowest multiple of 8 rows (from 32) that fits one CTA per SM in one wave: 32
+//    at N = 4096 (128 CTAs), 88 at N = 11008 (126 CTAs; session 21: 32-row strips three per SM
+//    took 42.0 us at 64x11008x4096, 88-row strips 28.6, cuBLAS 28.4). Widths that are not
+//    wgmma shapes are cut into native pieces (wgmma_ss_m64nk16, common/hopper.cuh).
+//  * Producer: four lanes of the producer warp, lane j filling slots j, j + 4, ... round after
+//    round. The first version had one thread and ran at ~300 ns per k-block whatever the ring
+//    depth (24.3-24.5 us at 4096^2 for every M): ncu put 41% of the warp samples in the consumers'
+//    full-barrier wait with DRAM 23% busy, i.e. the single thread's per-k-block chain (a division
+//    by the runtime ring depth, the empty-barrier try_wait, expect_tx, two TMA issues) was the
+//    stream's rate. Slot and phase now advance by addition and four chains run side by side
+//    (results/h200/dev/dec15/).
 //  * Two consumer warpgroups take alternate k-blocks into their own accumulators; warpgroup 1
-//    parks its 64 x 32 fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
-//    bitwise repeatable) and stores bf16 C (rows >= M, columns >= N skipped).
-//  * Stage = [activation box MP x 128 B][W box 32 x 128 B], both 1024-aligned (swizzle atoms). The
+//    parks its 64 x BN fp32 block in the drained ring and warpgroup 0 adds it (fixed order:
+//    bitwise repeatable, the same bits at every strip width) and stores bf16 C (rows >= M,
+//    columns >= N skipped).
+//  * Stage = [activation box MP x 128 B][W box BN x 128 B], both 1024-aligned (swizzle atoms). The
 //    m64 A descriptor reads 64 rows: with MP < 64 the rows past MP read the W box and the next
 //    stage (or the slack after the ring): junk accumulator rows >= M, never stored.
-//  * Ring depth a multiple of 4: every round of a slot after its first is issued by one producer
-//    lane, and every round consumed by one warpgroup, in order (make_cfg: what broke without it).
-//    The lanes spin on different barriers inside one warp and rely on independent thread
+//  * Ring depth even: each slot is filled by one producer lane and consumed by one warpgroup,
+//    round after round, in order (make_cfg: what broke when a slot's rounds came from different
+//    lanes). The lanes spin on different barriers inside one warp and rely on independent thread
 //    scheduling to make progress (the 4-stage forced-ring tests exercise it).
-// Measured and not kept (docs/gemm_bf16.md "Rung 15"; rows 75 and 76 keep the first and the last):
-// 2-CTA clusters of neighbouring strips multicasting the activation box (cuBLAS's pairing; 0.5-2.1
-// us slower here), a stagger of each cluster's walk over K (slower with one producer thread, +-0.9
-// us with four), L2 evict-first / evict-last policies on the loads (no change), 64-row strips at
-// N = 11008 (slower at M >= 16), one producer thread (the first version).
-// Measured (H200, b9845de, results/h200/dev/dec15/final_*, us single launch / CUDA graph; cuBLAS
-// beside): 16x4096x4096 14.8 / 10.7 (18.6 / 12.6; rung 11 17.4 / 16.4), 64x4096x4096 15.6 / 11.6
-// (14.4 / 11.7; rung 11 18.5 / 14.4), 1x4096x4096 16.1 / 11.6 (18.4 / 12.5), 64x4096x11008
-// 30.2 / 26.4 (31.1 / 28.7; rung 11 34.2 / 30.1); at N = 11008 (344 CTAs, 3 per SM) 28.3-41.9 us:
-// rungs 03 / 11 stay the pick there except 16 < M <= 32.
+// Measured and not kept (docs/gemm_bf16.md "Rung 15", "Rung 15, session 21"; experiment rows 75-77
+// and 130-149 keep them): clusters of 2 or 4 neighbouring strips multicasting the activation box
+// (cuBLAS's pairing at N = 11008; slower than no clusters on every decode shape), split-M pairs
+// multicasting W (cuBLAS's pairing at 64x4096x4096; 17.5 against 15.9 us), a stagger of each
+// cluster's walk over K, L2 evict-first / evict-last policies (no change), one producer thread,
+// rings cut to a multiple of 4 (no change).
+// Measured (H200, family run of 7135f41, results/h200/gemm_bf16.jsonl, us single launch / CUDA
+// graph; cuBLAS beside): 16x4096x4096 14.8 / 10.7 (18.5 / 12.7; rung 11 17.5 / 16.7), 64x4096x4096
+// 15.8 / 11.6 (14.7 / 11.8), 16x4096x11008 27.7 / 24.0 (30.8 / 27.7), 64x11008x4096 29.0 / 24.5
+// (28.4 / 25.7; rung 11 34.0 / 27.4); rung 03 stays the pick at N = 11008 for M <= 16 (1x11008x4096
+// 03 26.8 / 24.0, 15 28.9 / 24.3).
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the
 // consumers' wgmma reads; a consumer warp releases a slot after wgmma.wait_group has completed the
 // reads of it. The ring is reused for warpgroup 1's partial only after both warpgroups have waited

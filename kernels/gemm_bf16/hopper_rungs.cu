@@ -45,7 +45,7 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "ranges over all SMs, deterministic epoch fixup through the workspace",
                supports_14, launch_14});
   t.push_back({15, "decode_no_split",
-               "M <= 64: activations as the wgmma A operand, 32-row W strips as B over the whole K "
-               "(no split, no reduction), four producer lanes",
+               "M <= 64: activations as the wgmma A operand, W strips (one CTA per SM: 32 rows at N = 4096) "
+               "as B over the whole K (no split, no reduction), four producer lanes",
                supports_15, launch_15});
 }
