@@ -145,7 +145,7 @@ TEST_P(HopperRung, ShapesSmallestFirst) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return (i.param < 10 ? "rung0" : "rung") + std::to_string(i.param);
                          });
@@ -356,6 +356,27 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
   }
 }
 
+// Rung 16 (rung 15's kernel over 64-row tiles of M): M not a multiple of 64 (the last tile's box
+// zero-filled past M, its rows bounded), one tile, tiles that fit one wave with strips of 32-128
+// rows, more tiles than one wave (two CTAs per SM, waves), K tails, the bench's small shapes.
+TEST(GemmBf16Hopper, SmallTilesShapes) {
+  KL_REQUIRE_GPU();
+  const Dims cases[] = {{1, 264, 72, "one 64-row tile, M = 1"},
+                        {65, 264, 520, "M = 65: a second tile of one row"},
+                        {130, 1032, 1000, "3 tiles x 33 strips of 32 rows, K tail"},
+                        {1000, 1000, 1024, "16 tiles x 8 strips of 128 rows"},
+                        {300, 2056, 4104, "5 tiles, 88-row strips (24 x 5 = 120 CTAs), long K"},
+                        {4097, 1016, 520, "65 tiles x 8 strips: several waves"},
+                        {200, 8200, 136, "wide N, few tiles"}};
+  for (const Dims& d : cases) {
+    std::string e = run_rung(16, d.M, d.N, d.K);
+    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_16(d.M, d.N) << ") " << e;
+  }
+  for (auto [M, N] : {std::pair<int, int>{1024, 1024}, {1000, 1000}, {4097, 1016}, {2048, 2048}})
+    std::printf("[rung16 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_16(M, N).c_str());
+}
+
 // Rung 15 with its ring forced to 1-4 CTAs per SM (the 4-stage minimum wraps every 4 k-blocks,
 // both warpgroups each holding a slot) and 1, 2 or every W box before the PDL wait; bitwise equal
 // across plans (the same k-block split between the warpgroups whatever the ring) and correct.
@@ -536,10 +557,10 @@ TEST(GemmBf16Hopper, EmptyLaunchCost) {
 // ---------------------------------------------------------------- determinism, refusals
 TEST(GemmBf16Hopper, Deterministic) {
   KL_REQUIRE_GPU();
-  for (int num : {9, 10, 11, 13, 15}) {
+  for (int num : {9, 10, 11, 13, 15, 16}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr);
-    Problem p(num >= 10 ? 33 : 300, 520, 1000, 7);
+    Problem p(num >= 10 && num != 16 ? 33 : 300, 520, 1000, 7);
     if (!r->supports(p.args(), kl::device_info()).empty()) continue;
     r->launch(p.args(), 0);
     sync_or_die("determinism run 1 of rung " + std::to_string(num));
@@ -584,7 +605,7 @@ TEST(GemmBf16Hopper, Refusals) {
   KL_REQUIRE_GPU();
   const auto& d = kl::device_info();
   Problem p(64, 64, 64, 3);
-  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15}) {
+  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr) << "rung " << num;
     GemmBf16Args a = p.args();
@@ -607,6 +628,7 @@ TEST(GemmBf16Hopper, Refusals) {
   a = p.args();
   a.C = reinterpret_cast<__nv_bfloat16*>(reinterpret_cast<char*>(p.dC) + 2);  // bf16 pairs need 4 B
   EXPECT_FALSE(rung(15)->supports(a, d).empty()) << "decode rung 15 accepted a 2-byte aligned C";
+  EXPECT_FALSE(rung(16)->supports(a, d).empty()) << "rung 16 accepted a 2-byte aligned C";
   a = p.args();
   a.K = 12;
   EXPECT_THROW(kl::gemm_bf16(a, 0), kl::BadArgument);  // entry point refuses, no launch

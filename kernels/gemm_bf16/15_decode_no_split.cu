@@ -111,7 +111,8 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
   const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
   // This CTA's first output column (>= N: a spare of a cluster) and first activation row.
   const int n0 = (SPLITM ? blockIdx.x / CL : blockIdx.x) * BN;
-  const int m0 = SPLITM ? rank * MP : 0;
+  // Rung 16: blockIdx.y is a tile of MP = 64 activation rows (rung 15 launches one: m0 = 0).
+  const int m0 = SPLITM ? rank * MP : blockIdx.y * MP;
   const int num_k = ceil_div(K, kBK);
 
   // The next kernel of the stream may place its CTAs as ours leave (it waits for our completion
@@ -248,6 +249,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
 
 struct Cfg15 {
   int mp = 64, bn = 32, cl = 1, lanes = NL, cps = 1, stages = 4, wpre = 2, grid = 1;
+  int mtiles = 1;  // grid.y: 64-row tiles of M (rung 16; 1 in rung 15)
   bool splitm = false;
   size_t smem = 0;
 };
@@ -360,7 +362,7 @@ int resident(const Cfg15& c) {
 Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
     const Cfg15 c = make_cfg(M, N, bn, cl, cps, 2, splitm);
-    if (c.grid <= resident(c)) return c;
+    if (c.grid * c.mtiles <= resident(c)) return c;
   }
   return make_cfg(M, N, bn, cl, MAX_CPS, 2, splitm);  // N too large for one wave: 4-per-SM rings
 }
@@ -399,7 +401,7 @@ void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
     const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, w_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
     opt_in_smem(Kn::fn(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
-    pdl_launch_cluster(k15<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid), dim3(THREADS), cf.smem,
+    pdl_launch_cluster(k15<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem,
                        s, pdl_stream(s), Kn::CL > 1 ? Kn::CL : 0, tA, tW, a.C, a.M, a.N, a.K,
                        cf.stages, cf.wpre);
   });
@@ -448,6 +450,55 @@ void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
     }
     default: throw BadArgument("rung 15: no variant " + std::to_string(which));
   }
+}
+
+// ---- rung 16: rung 15's kernel over 64-row tiles of any M (small prefill shapes)
+namespace {
+// Strips: the narrowest multiple of 8 (from 32) whose tiles (strips x 64-row tiles of M) fit one
+// CTA per SM; 128 rows when none does (then the plan's ring for several CTAs per SM, in waves).
+int strip_of_16(int M, int N) {
+  const int sms = device_info().sms, mt = ceil_div(M, 64);
+  for (int bn = 32; bn < 128; bn += 8)
+    if (static_cast<long long>(ceil_div(N, bn)) * mt <= sms) return bn;
+  return 128;
+}
+Cfg15 plan_16(int M, int N) {
+  const int bn = strip_of_16(M, N);
+  for (int cps = 1; cps <= MAX_CPS; ++cps) {
+    Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
+    c.mtiles = ceil_div(M, 64);
+    if (c.grid * c.mtiles <= resident(c)) return c;
+  }
+  // More tiles than one wave holds: the ring for two CTAs per SM (a 4+-stage ring at 128 rows).
+  Cfg15 c = make_cfg(64, N, bn, 1, 2, 2);
+  c.mtiles = ceil_div(M, 64);
+  return c;
+}
+Cfg15 choose_16(int M, int N) {
+  static PlanCache<std::tuple<int, int, int>, Cfg15> cache;
+  return cache.get(std::make_tuple(device_info().id, M, N), [&] { return plan_16(M, N); });
+}
+}  // namespace
+
+std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = require_sm90a(d);
+  if (!why.empty()) return why;
+  if (a.M < 1 || a.N < 1 || a.K < 1) return "M, N, K must be >= 1";
+  if (a.M > (65535 * 64)) return "M must be <= 65535 x 64 (grid.y tiles of 64 rows)";
+  if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
+  if (!aligned(a.A, 16) || !aligned(a.W, 16)) return "A and W must be 16-byte aligned";
+  if (!aligned(a.C, 4)) return "C must be 4-byte aligned (bf16 pairs)";
+  if (d.smem_optin < SMEM_OPTIN) return "needs " + std::to_string(SMEM_OPTIN) + " B of shared memory";
+  if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
+  return "";
+}
+
+void launch_16(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose_16(a.M, a.N), s); }
+
+std::string describe_16(int M, int N) {
+  const Cfg15 c = choose_16(M, N);
+  return "BN=" + std::to_string(c.bn) + " tiles=" + std::to_string(c.grid) + "x" + std::to_string(c.mtiles) +
+         " CTAs/SM=" + std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " smem=" + std::to_string(c.smem);
 }
 
 std::string describe_15(int M, int N) {

@@ -86,6 +86,11 @@ void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
 std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
+// Rung 16 (small_tiles): rung 15's kernel over 64-row tiles of any M (grid.y), strips as narrow as
+// one CTA per SM allows: small prefill shapes, where 128x256 tiles leave most SMs idle.
+std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d);
+void launch_16(const GemmBf16Args& a, cudaStream_t s);
+std::string describe_16(int M, int N);
 // Rung 15 with one of its choices undone (experiment rows 75-77): 1 multicast pairs (2-CTA
 // clusters sharing the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);

@@ -48,4 +48,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "M <= 64: activations as the wgmma A operand, W strips (one CTA per SM: 32 rows at N = 4096) "
                "as B over the whole K (no split, no reduction), four producer lanes",
                supports_15, launch_15});
+  t.push_back({16, "small_tiles",
+               "rung 15's whole-K stream over 64-row tiles of any M: 64 x (32-128) tiles, one CTA per SM "
+               "where they fit (small prefill shapes)",
+               supports_16, launch_16});
 }
