@@ -358,7 +358,8 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
 
 // Rung 16 (rung 15's kernel over 64-row tiles of M): M not a multiple of 64 (the last tile's box
 // zero-filled past M, its rows bounded), one tile, tiles that fit one wave with strips of 32-128
-// rows, more tiles than one wave (two CTAs per SM, waves), K tails, the bench's small shapes.
+// rows, more tiles than one wave (two CTAs per SM, waves), K tails, the bench's small shapes; and
+// the pairs variant (experiment row 78) bitwise equal to it.
 TEST(GemmBf16Hopper, SmallTilesShapes) {
   KL_REQUIRE_GPU();
   const Dims cases[] = {{1, 264, 72, "one 64-row tile, M = 1"},
@@ -372,6 +373,19 @@ TEST(GemmBf16Hopper, SmallTilesShapes) {
     std::string e = run_rung(16, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_16(d.M, d.N) << ") " << e;
+    // Pairs of CTAs on one strip and two tiles, W multicast (row 78): the same bits (an odd tile
+    // count leaves the last pair's second CTA wholly past M).
+    Problem p(d.M, d.N, d.K, 4);
+    p.poison();
+    kl::hopper_gemm::launch_16(p.args(), 0);
+    sync_or_die(std::string("rung 16 at ") + d.what);
+    const auto base = p.result();
+    p.poison();
+    kl::hopper_gemm::launch_16_pairs(p.args(), 0);
+    sync_or_die(std::string("rung 16 pairs at ") + d.what);
+    const auto c = p.result();
+    EXPECT_TRUE(p.check(c).empty()) << "[" << d.what << "] rung 16 pairs: " << p.check(c);
+    EXPECT_EQ(base, c) << "[" << d.what << "] rung 16 pairs: not bitwise equal to rung 16";
   }
   for (auto [M, N] : {std::pair<int, int>{1024, 1024}, {1000, 1000}, {4097, 1016}, {2048, 2048}})
     std::printf("[rung16 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_16(M, N).c_str());
@@ -641,12 +655,14 @@ TEST(GemmBf16Hopper, Refusals) {
 TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
   KL_REQUIRE_GPU();
   // One shape per decode class of the pick (M <= 8, 8 < M <= 16, 16 < M <= 32, M > 32; N >= 8192
-  // with M <= 16, 16 < M <= 32 and M > 32), ragged, plus a Hopper prefill shape.
+  // with M <= 16, 16 < M <= 32 and M > 32), ragged, plus a one-wave shape (rung 16) and a Hopper
+  // prefill shape.
   for (auto s : {Dims{5, 264, 72, "decode"}, Dims{12, 264, 520, "decode, 8 < M <= 16"},
                  Dims{20, 1032, 520, "decode, 16 < M <= 32"}, Dims{40, 264, 1000, "decode, M > 32"},
                  Dims{9, 8200, 136, "decode, wide N"}, Dims{20, 8200, 136, "decode, wide N, 16 < M <= 32"},
                  Dims{33, 8200, 136, "decode, wide N, M > 32"},
-                 Dims{200, 264, 72, "hopper"}}) {
+                 Dims{200, 264, 72, "one wave of 64x128 tiles"},
+                 Dims{2126, 2264, 136, "hopper, more tiles than one wave"}}) {
     Problem p(s.M, s.N, s.K, 11);
     GemmBf16Args a = p.args();
     size_t wsb = kl::gemm_bf16_workspace_bytes(a.M, a.N, a.K, kl::device_info());
@@ -659,6 +675,11 @@ TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
     std::string why;
     if (hopper_here(&why) && s.M <= 64 && (s.N < 8192 || s.M > 16))
       EXPECT_EQ(picked->number, 15) << "[" << s.what << "] auto picked rung " << picked->number;
+    // ... and M > 64 shapes whose 64 x 128 tiles fit one CTA per SM must get rung 16, others not.
+    if (hopper_here(&why) && s.M > 64) {
+      const bool one_wave = static_cast<long long>((s.M + 63) / 64) * ((s.N + 127) / 128) <= kl::device_info().sms;
+      EXPECT_EQ(picked->number == 16, one_wave) << "[" << s.what << "] auto picked rung " << picked->number;
+    }
     p.poison();
     kl::gemm_bf16(a, 0);
     sync_or_die("gemm_bf16 entry point (picked rung " + std::to_string(picked->number) + ")");

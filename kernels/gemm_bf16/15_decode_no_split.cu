@@ -111,8 +111,9 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
   const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
   // This CTA's first output column (>= N: a spare of a cluster) and first activation row.
   const int n0 = (SPLITM ? blockIdx.x / CL : blockIdx.x) * BN;
-  // Rung 16: blockIdx.y is a tile of MP = 64 activation rows (rung 15 launches one: m0 = 0).
-  const int m0 = SPLITM ? rank * MP : blockIdx.y * MP;
+  // Rung 16: blockIdx.y is a tile of MP = 64 activation rows, or of a pair of them (rung 15
+  // launches one: m0 = 0 or rank * MP).
+  const int m0 = (SPLITM ? blockIdx.y * CL + rank : blockIdx.y) * MP;
   const int num_k = ceil_div(K, kBK);
 
   // The next kernel of the stream may place its CTAs as ours leave (it waits for our completion
@@ -284,15 +285,13 @@ void with_width(const Cfg15& c, F&& f) {
 }
 template <int MP, class F>
 void with_bn(const Cfg15& c, F&& f) {
-  if (c.splitm) {  // pairs along M: MP 16 or 32 per CTA, four lanes
+  if (c.splitm) {  // pairs along M (MP rows each), four lanes
     KL_REQUIRE(c.cl == 2 && c.lanes == NL, "rung 15: split-M runs in pairs with four lanes");
-    if constexpr (MP <= 32) {
-      switch (c.bn) {
-        case 32: return f(Kern<MP, 32, 2, NL, true>{});
-        case 64: return f(Kern<MP, 64, 2, NL, true>{});
-        case 96: return f(Kern<MP, 96, 2, NL, true>{});
-        case 128: return f(Kern<MP, 128, 2, NL, true>{});
-      }
+    switch (c.bn) {
+      case 32: return f(Kern<MP, 32, 2, NL, true>{});
+      case 64: return f(Kern<MP, 64, 2, NL, true>{});
+      case 96: return f(Kern<MP, 96, 2, NL, true>{});
+      case 128: return f(Kern<MP, 128, 2, NL, true>{});
     }
     throw BadArgument("rung 15: no split-M kernel for MP=" + std::to_string(MP) + " BN=" + std::to_string(c.bn));
   }
@@ -462,21 +461,26 @@ int strip_of_16(int M, int N) {
     if (static_cast<long long>(ceil_div(N, bn)) * mt <= sms) return bn;
   return 128;
 }
-Cfg15 plan_16(int M, int N) {
+// pairs (experiment row 78): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
+// each loading half of every W box and multicasting it (W crosses from L2 once per pair).
+Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
+  Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
+  c.mtiles = ceil_div(M, 64);
+  if (pairs) c.splitm = true, c.cl = 2, c.grid *= 2, c.mtiles = ceil_div(c.mtiles, 2);
+  return c;
+}
+Cfg15 plan_16(int M, int N, bool pairs) {
   const int bn = strip_of_16(M, N);
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
-    c.mtiles = ceil_div(M, 64);
+    const Cfg15 c = cfg_16(M, N, bn, cps, pairs);
     if (c.grid * c.mtiles <= resident(c)) return c;
   }
   // More tiles than one wave holds: the ring for two CTAs per SM (a 4+-stage ring at 128 rows).
-  Cfg15 c = make_cfg(64, N, bn, 1, 2, 2);
-  c.mtiles = ceil_div(M, 64);
-  return c;
+  return cfg_16(M, N, bn, 2, pairs);
 }
-Cfg15 choose_16(int M, int N) {
-  static PlanCache<std::tuple<int, int, int>, Cfg15> cache;
-  return cache.get(std::make_tuple(device_info().id, M, N), [&] { return plan_16(M, N); });
+Cfg15 choose_16(int M, int N, bool pairs = false) {
+  static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;
+  return cache.get(std::make_tuple(device_info().id, M, N, pairs), [&] { return plan_16(M, N, pairs); });
 }
 }  // namespace
 
@@ -494,6 +498,7 @@ std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d) {
 }
 
 void launch_16(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose_16(a.M, a.N), s); }
+void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose_16(a.M, a.N, true), s); }
 
 std::string describe_16(int M, int N) {
   const Cfg15 c = choose_16(M, N);

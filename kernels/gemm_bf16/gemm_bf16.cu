@@ -158,13 +158,15 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  // 75-77: rung 15 with one of its choices undone (15_decode_no_split.cu).
+  // 75-77: rung 15 with one of its choices undone (15_decode_no_split.cu); 78: rung 16 in pairs.
   t.push_back({75, "x15_multicast", "experiment: rung 15 in 2-CTA clusters, each loading half the activation box and multicasting it",
                hopper_gemm::supports_15, launch15_variant<1>});
   t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
                hopper_gemm::supports_15, launch15_variant<2>});
   t.push_back({77, "x15_ring4", "experiment: rung 15 with its ring cut to a multiple of 4 stages",
                hopper_gemm::supports_15, launch15_variant<3>});
+  t.push_back({78, "x16_pairs", "experiment: rung 16 in clusters of two CTAs on one strip and two 64-row tiles, W multicast",
+               hopper_gemm::supports_16, hopper_gemm::launch_16_pairs});
   hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
   add_exp15<32, 1>(t), add_exp15<32, 2>(t), add_exp15<32, 4>(t);
   add_exp15<64, 1>(t), add_exp15<64, 2>(t), add_exp15<64, 4>(t);
@@ -216,10 +218,10 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // (cluster multicast) are in no list: 40% slower than 08/12 on every shape measured.
 namespace {
 enum class ShapeClass {
-  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, SmallPrefill, Prefill
+  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, SmallPrefill, Prefill
 };
 
-ShapeClass classify(const GemmBf16Args& a) {
+ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
   if (a.M <= 64) {
     // Decode streams W. Measured (H200, request gdec run 2, results/h200/dev/batch2/gdec/
     // dec2.jsonl, rung 11 = its plan's forced row; us single launch / CUDA-graph back-to-back;
@@ -256,6 +258,13 @@ ShapeClass classify(const GemmBf16Args& a) {
     if (a.M <= 16) return ShapeClass::Decode16;
     return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
   }
+  // Rung 16's 64 x 128 tiles fit one CTA per SM (M x N up to ~1 M on the H200): it leads there
+  // (session 21, results/h200/dev/s21/call5_*, best of 3 processes, us single launch): 1024^3 12.9
+  // against 05's 14.8 (cuBLAS 9.4), 1000x1000x1024 13.0 / 14.7 (9.0), 512x1024x1024 9.8 / 14.3
+  // (8.1), 128x4096x4096 20.6 / 36.1 (16.4), 256x4096x4096 27.8 / 36.3 (18.8). With more tiles than
+  // one wave (two CTAs per SM, 4-stage rings) it falls far behind: 2048x1024x4096 78.9 against 05's
+  // 37.8, 4097x1016x520 40.9 against 12's 16.9.
+  if (static_cast<long long>((a.M + 63) / 64) * ((a.N + 127) / 128) <= d.sms) return ShapeClass::OneWave;
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
   // 128x128 wgmma rung 05 and rung 03's 64x128 tile measured ahead (1024^3: 14.5 / 14.8 us vs 08's
   // 16.8).
@@ -273,6 +282,7 @@ const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide32 = {15, 3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide64 = {15, 11, 4, 3, 10, 2, 1, 0};
+  static const std::vector<int> kOneWave = {16, 5, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
   switch (c) {
@@ -283,6 +293,7 @@ const std::vector<int>& preference(ShapeClass c) {
     case ShapeClass::DecodeWide: return kDecodeWide;
     case ShapeClass::DecodeWide32: return kDecodeWide32;
     case ShapeClass::DecodeWide64: return kDecodeWide64;
+    case ShapeClass::OneWave: return kOneWave;
     case ShapeClass::SmallPrefill: return kSmallPrefill;
     default: return kPrefill;
   }
@@ -291,7 +302,7 @@ const std::vector<int>& preference(ShapeClass c) {
 
 const Rung<GemmBf16Args>* gemm_bf16_pick(const GemmBf16Args& args, const DeviceInfo& d) {
   const auto& table = gemm_bf16_rungs();
-  for (int n : preference(classify(args))) {
+  for (int n : preference(classify(args, d))) {
     const Rung<GemmBf16Args>* r = find_rung(table, std::to_string(n));
     if (r && r->supports(args, d).empty()) return r;
   }

@@ -90,6 +90,9 @@ std::string describe_15(int M, int N);  // the plan rung 15 launches (tests prin
 // one CTA per SM allows: small prefill shapes, where 128x256 tiles leave most SMs idle.
 std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d);
 void launch_16(const GemmBf16Args& a, cudaStream_t s);
+// Rung 16 in clusters of two CTAs sharing one strip over two neighbouring 64-row tiles, W boxes
+// multicast (experiment row 78).
+void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s);
 std::string describe_16(int M, int N);
 // Rung 15 with one of its choices undone (experiment rows 75-77): 1 multicast pairs (2-CTA
 // clusters sharing the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
