@@ -464,6 +464,7 @@ int strip_of_16(int M, int N) {
 // pairs (experiment row 78): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
 // each loading half of every W box and multicasting it (W crosses from L2 once per pair).
 Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
+  if (pairs) bn = std::min(128, ceil_div(bn, 32) * 32);  // W halves of whole swizzle atoms
   Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
   c.mtiles = ceil_div(M, 64);
   if (pairs) c.splitm = true, c.cl = 2, c.grid *= 2, c.mtiles = ceil_div(c.mtiles, 2);
