@@ -6,7 +6,7 @@
 Issues 6 and 8 ask that the wgmma rungs show HGMMA in their SASS; the design notes also say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
-  - every Hopper GEMM kernel (rungs 05-09, 12-15, and rung 11's wgmma tiles) and every Hopper
+  - every Hopper GEMM kernel (rungs 05-09, 12-16, and rung 11's wgmma tiles) and every Hopper
     attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
@@ -14,7 +14,7 @@ instructions per kernel (names demangled with c++filt) and checks:
     03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
   - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
     instead of passing by matching nothing).
-Exits 77 (ctest: skipped) when cuobjdump or c++filt is missing or a binary has no sm_90a code (for
+Exits 77 (ctest: skipped) when cuobjdump, nvdisasm or c++filt is missing or a binary has no sm_90a code (for
 example a build for sm_120 only); prints "N passed, M failed" and exits 1 on any failure.
 """
 import collections
@@ -84,7 +84,7 @@ def main(build):
             if os.path.exists(os.path.join(d, "cuobjdump")):
                 os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
                 break
-    for tool in ("cuobjdump", "c++filt"):
+    for tool in ("cuobjdump", "nvdisasm", "c++filt"):  # cuobjdump -sass runs nvdisasm
         if shutil.which(tool) is None:
             print(f"SKIP  {tool} not found (it ships with the CUDA toolkit / binutils)")
             return SKIP

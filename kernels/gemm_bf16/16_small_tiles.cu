@@ -1,0 +1,85 @@
+// Rung 16 — small_tiles: rung 15's whole-K stream over 64-row tiles of any M, for the small prefill
+// shapes where rungs 12-14's 128x256 tiles leave most SMs idle.
+//
+// Change from rung 15: a second grid dimension. Rung 15 launches one row of W strips against an
+// activation box of M <= 64 rows; here blockIdx.y picks a 64-row tile of M (the activation box's
+// row and the rows its epilogue may store), so any M runs: a CTA computes one 64 x BN tile over
+// the whole K with rung 15's kernel unchanged (kernels/gemm_bf16/whole_k.cuh: four producer lanes
+// on a TMA ring, two consumer warpgroups on alternate k-blocks summed in a fixed order, PDL).
+//  * Strips: the narrowest multiple of 8 rows (from 32) whose tiles fit one CTA per SM: 1024^3 ->
+//    128 rows, 8 x 16 = 128 CTAs, an 8-stage ring; 128x4096x4096 -> 64 rows, 64 x 2. With more
+//    tiles than that, 128-row strips at two CTAs per SM in waves, where it is slow (below): the
+//    entry point runs it only where its tiles fit one wave (gemm_bf16.cu, class OneWave).
+//  * Pairs (experiment row 78): two CTAs of a cluster on one strip and two neighbouring tiles, each
+//    loading half of every W box and multicasting it.
+// Measured (H200, session 21, results/h200/dev/s21/call5_*, call6_*, best of 3 processes, us single
+// launch; rung 05, the entry point's pick before, and cuBLAS beside): 1024^3 12.8-12.9 (05 14.5-14.8;
+// cuBLAS 9.4-13.9 between runs), 1000x1000x1024 13.0 (14.5-14.7; 9.0-12.5), 512x1024x1024 9.7-9.8
+// (14.3-14.4; 8.1-8.9), 128x4096x4096 20.3-20.6 (36.1-36.4; 16.4-16.5), 256x4096x4096 27.8-28.1
+// (36.3-36.4; 18.8-19.1). In waves: 4097x1016x520 40.9 (rung 12: 16.9), 2048^3 84-85 (26.9). Pairs:
+// 128x4096x4096 19.0, 256x4096x4096 25.7, 1024^3 14.2, 512x1024x1024 10.5: mixed, not in the plan.
+// What limits it (ncu at 1024^3: L2 21%, DRAM 6% of peak): each SM takes 24 KB per k-block for
+// 1 MFLOP, 384 KB per launch at 1024^3, at the ~80 GB/s per SM rung 15's stream also reaches; a
+// K split would cut the bytes per FLOP (docs/gemm_bf16.md "Rung 16").
+#include "gemm_bf16/whole_k.cuh"
+
+namespace kl {
+namespace hopper_gemm {
+
+namespace {
+// Strips: the narrowest multiple of 8 (from 32) whose tiles (strips x 64-row tiles of M) fit one
+// CTA per SM; 128 rows when none does (then the plan's ring for several CTAs per SM, in waves).
+int strip_of_16(int M, int N) {
+  const int sms = device_info().sms, mt = ceil_div(M, 64);
+  for (int bn = 32; bn < 128; bn += 8)
+    if (static_cast<long long>(ceil_div(N, bn)) * mt <= sms) return bn;
+  return 128;
+}
+// pairs (experiment row 78): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
+// each loading half of every W box and multicasting it (W crosses from L2 once per pair).
+Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
+  if (pairs) bn = std::min(128, ceil_div(bn, 32) * 32);  // W halves of whole swizzle atoms
+  Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
+  c.mtiles = ceil_div(M, 64);
+  if (pairs) c.splitm = true, c.cl = 2, c.grid *= 2, c.mtiles = ceil_div(c.mtiles, 2);
+  return c;
+}
+Cfg15 plan_16(int M, int N, bool pairs) {
+  const int bn = strip_of_16(M, N);
+  for (int cps = 1; cps <= MAX_CPS; ++cps) {
+    const Cfg15 c = cfg_16(M, N, bn, cps, pairs);
+    if (c.grid * c.mtiles <= resident<false>(c)) return c;
+  }
+  // More tiles than one wave holds: the ring for two CTAs per SM (a 4+-stage ring at 128 rows).
+  return cfg_16(M, N, bn, 2, pairs);
+}
+Cfg15 choose_16(int M, int N, bool pairs = false) {
+  static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;
+  return cache.get(std::make_tuple(device_info().id, M, N, pairs), [&] { return plan_16(M, N, pairs); });
+}
+}  // namespace
+
+std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = require_sm90a(d);
+  if (!why.empty()) return why;
+  if (a.M < 1 || a.N < 1 || a.K < 1) return "M, N, K must be >= 1";
+  if (a.M > (65535 * 64)) return "M must be <= 65535 x 64 (grid.y tiles of 64 rows)";
+  if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
+  if (!aligned(a.A, 16) || !aligned(a.W, 16)) return "A and W must be 16-byte aligned";
+  if (!aligned(a.C, 4)) return "C must be 4-byte aligned (bf16 pairs)";
+  if (d.smem_optin < SMEM_OPTIN) return "needs " + std::to_string(SMEM_OPTIN) + " B of shared memory";
+  if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
+  return "";
+}
+
+void launch_16(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N), s); }
+void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N, true), s); }
+
+std::string describe_16(int M, int N) {
+  const Cfg15 c = choose_16(M, N);
+  return "BN=" + std::to_string(c.bn) + " tiles=" + std::to_string(c.grid) + "x" + std::to_string(c.mtiles) +
+         " CTAs/SM=" + std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " smem=" + std::to_string(c.smem);
+}
+
+}  // namespace hopper_gemm
+}  // namespace kl
