@@ -320,6 +320,20 @@ int resident(const Cfg15& c) {
                   : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
 }
 
+// What rungs 15 and 16 both require (each checks M itself): sm_90a, 16-byte TMA row strides and
+// bases, 4-byte aligned C (bf16 pairs), the opt-in shared memory, the TMA driver entry point.
+inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = require_sm90a(d);
+  if (!why.empty()) return why;
+  if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
+  if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
+  if (!aligned(a.A, 16) || !aligned(a.W, 16)) return "A and W must be 16-byte aligned";
+  if (!aligned(a.C, 4)) return "C must be 4-byte aligned (bf16 pairs)";
+  if (d.smem_optin < SMEM_OPTIN) return "needs " + std::to_string(SMEM_OPTIN) + " B of shared memory";
+  if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
+  return "";
+}
+
 // Launches configuration `cf` (tensor maps built per launch: a pointer change never meets a stale
 // map).
 template <bool ALL>
