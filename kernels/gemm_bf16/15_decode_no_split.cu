@@ -36,15 +36,15 @@
 //    scheduling to make progress (the 4-stage forced-ring tests exercise it).
 // Measured and not kept (docs/gemm_bf16.md "Rung 15", "Rung 15, session 21"; experiment rows 75-77
 // and 130-149 keep them): clusters of 2 or 4 neighbouring strips multicasting the activation box
-// (cuBLAS's pairing at N = 11008; slower than no clusters on every decode shape), split-M pairs
-// multicasting W (cuBLAS's pairing at 64x4096x4096; 17.5 against 15.9 us), a stagger of each
+// (cuBLAS's pairing at N = 11008; slower than the best width without clusters on every decode
+// shape), split-M pairs multicasting W (cuBLAS's pairing at 64x4096x4096; 17.5 against 15.9 us), a stagger of each
 // cluster's walk over K, L2 evict-first / evict-last policies (no change), one producer thread,
 // rings cut to a multiple of 4 (no change).
-// Measured (H200, family run of 7135f41, results/h200/gemm_bf16.jsonl, us single launch / CUDA
-// graph; cuBLAS beside): 16x4096x4096 14.8 / 10.7 (18.5 / 12.7; rung 11 17.5 / 16.7), 64x4096x4096
+// Measured (H200, family run of 7135f41, results/h200/dev/final-7135f41/gemm_bf16.jsonl, us single
+// launch / CUDA graph; cuBLAS beside): 16x4096x4096 14.8 / 10.7 (18.5 / 12.7; rung 11 17.5 / 16.7), 64x4096x4096
 // 15.8 / 11.6 (14.7 / 11.8), 16x4096x11008 27.7 / 24.0 (30.8 / 27.7), 64x11008x4096 29.0 / 24.5
 // (28.4 / 25.7; rung 11 34.0 / 27.4); rung 03 stays the pick at N = 11008 for M <= 16 (1x11008x4096
-// 03 26.8 / 24.0, 15 28.9 / 24.3).
+// auto (03) 26.8 / 24.0, 15 28.9 / 24.3).
 // The kernel (k15), its configuration and its launch are in whole_k.cuh, shared with rung 16 (which
 // launches it over 64-row tiles of M); this file holds rung 15's plan and entry points.
 // Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier before the
@@ -76,7 +76,7 @@ Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
 // 28.8 / 24.6 against 31.7 / 28.2 us at M = 64, 28.8 / 24.4 against 28.8 / 26.2 at M = 32 (single /
 // graph); wider or narrower strips than one per SM slower (96: 115 CTAs, 29.5 / 27.0; 80: 138
 // CTAs, two waves, 33.9 / 37.0). Clusters multicasting the activation box and split-M pairs
-// multicasting W slower on every decode shape (rows 130-145).
+// multicasting W slower than this plan on every decode shape (rows 130-145).
 int strip_of(int N) {
   const int sms = device_info().sms;
   for (int bn = 32; bn < 128; bn += 8)

@@ -247,11 +247,11 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
     // single, 7 us slower back to back); wide, 16 < M <= 32: 32x11008x4096 28.0 / 26.1 (the auto
     // row, rung 03: 28.9 / 26.1); wide M <= 16 and M > 32 keep 03 / 11 (15 in the final call:
     // 31.7 us single at 1x11008x4096, 41.9 at 64x11008x4096).
-    // Session 21 (rung 15's strips one per SM: 88 rows at N = 11008; results/h200/dev/s21/, best
-    // of 2 processes, us single / graph): wide M > 16 takes rung 15 first: 64x11008x4096 28.8 /
-    // 24.6 (11: 34.0 / 27.6; cuBLAS 28.7 / 26.0), 32x11008x4096 28.8 / 24.4 (03: 29.3 / 26.7);
-    // wide M <= 16 keeps 03: 26.6 / 24.0 and 27.8 / 25.1 at M = 1 / 16 (15: 28.6 / 24.6, 28.3 /
-    // 24.4).
+    // Session 21 (rung 15's strips one per SM: 88 rows at N = 11008; results/h200/dev/s21/call3_*,
+    // the plan's code, best of 3 processes, us single / graph): wide M > 16 takes rung 15 first:
+    // 64x11008x4096 28.7 / 24.5 (11: 34.0 / 27.4; cuBLAS 28.4 / 25.9), 32x11008x4096 28.0 / 24.3
+    // (03: 29.1 / 26.5); wide M <= 16 keeps 03: 26.5 / 24.0 and 27.6 / 25.1 at M = 1 / 16 (15:
+    // 28.5 / 24.5, 28.5 / 24.8).
     if (a.N >= 8192)
       return a.M <= 16 ? ShapeClass::DecodeWide : a.M <= 32 ? ShapeClass::DecodeWide32 : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;
