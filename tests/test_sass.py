@@ -79,9 +79,9 @@ def cuobjdump_dirs():
 
 
 def main(build):
-    if shutil.which("cuobjdump") is None:
-        for d in cuobjdump_dirs():
-            if os.path.exists(os.path.join(d, "cuobjdump")):
+    if shutil.which("cuobjdump") is None or shutil.which("nvdisasm") is None:
+        for d in cuobjdump_dirs():  # both from one place: cuobjdump -sass runs nvdisasm
+            if all(os.path.exists(os.path.join(d, t)) for t in ("cuobjdump", "nvdisasm")):
                 os.environ["PATH"] = d + os.pathsep + os.environ.get("PATH", "")
                 break
     for tool in ("cuobjdump", "nvdisasm", "c++filt"):  # cuobjdump -sass runs nvdisasm

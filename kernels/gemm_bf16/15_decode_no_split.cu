@@ -59,14 +59,17 @@ namespace hopper_gemm {
 namespace {
 
 // The plan for (BN, CL): the deepest ring (fewest CTAs per SM) with which the whole grid is
-// resident at once (N = 4096: 128 CTAs, one per SM; N = 11008: 344 CTAs, three per SM, 8 stages).
-// Two W boxes go out before the PDL wait (rung 11 v4's measured choice at M > 16).
+// resident at once (the plan's strips: one CTA per SM, e.g. N = 4096: 128 CTAs of 32 rows, N =
+// 11008: 126 of 88; forced 32-row strips at N = 11008: 344 CTAs, three per SM). Past one wave
+// (N > 132 x 128), the ring for as many CTAs per SM as really fit. Two W boxes go out before the
+// PDL wait (rung 11 v4's measured choice at M > 16).
 Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
+  auto make = [&](int cps) { return make_cfg(M, N, bn, cl, cps, 2, splitm); };
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = make_cfg(M, N, bn, cl, cps, 2, splitm);
+    const Cfg15 c = make(cps);
     if (c.grid * c.mtiles <= resident<true>(c)) return c;
   }
-  return make_cfg(M, N, bn, cl, MAX_CPS, 2, splitm);  // N too large for one wave: 4-per-SM rings
+  return waves_cfg<true>(make, MAX_CPS);
 }
 
 // The strip width the rung runs: the narrowest multiple of 8 (from 32) whose strips fit one per SM

@@ -8,8 +8,10 @@
 // on a TMA ring, two consumer warpgroups on alternate k-blocks summed in a fixed order, PDL).
 //  * Strips: the narrowest multiple of 8 rows (from 32) whose tiles fit one CTA per SM: 1024^3 ->
 //    128 rows, 8 x 16 = 128 CTAs, an 8-stage ring; 128x4096x4096 -> 64 rows, 64 x 2. With more
-//    tiles than that, 128-row strips at two CTAs per SM in waves, where it is slow (below): the
-//    entry point runs it only where its tiles fit one wave (gemm_bf16.cu, class OneWave).
+//    tiles than that, 128-row strips in waves, where it is slow (below): the entry point runs it
+//    only where its tiles fit one wave (gemm_bf16.cu, class OneWave).
+//  * Nothing is read before griddepcontrol.wait (rung 15 requests W boxes early: decode weights);
+//    at M > 64 W may be another kernel's output (attention's K, say), so the general contract holds.
 //  * Pairs (experiment row 78): two CTAs of a cluster on one strip and two neighbouring tiles, each
 //    loading half of every W box and multicasting it.
 // Measured (H200, session 21, results/h200/dev/s21/call5_*, call6_*, best of 3 processes, us single
@@ -40,19 +42,24 @@ int strip_of_16(int M, int N) {
 // each loading half of every W box and multicasting it (W crosses from L2 once per pair).
 Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
   if (pairs) bn = std::min(128, ceil_div(bn, 32) * 32);  // W halves of whole swizzle atoms
-  Cfg15 c = make_cfg(64, N, bn, 1, cps, 2);
+  // wpre = 0: nothing is read before griddepcontrol.wait, so rung 16 keeps the entry point's
+  // general stream contract (gemm_bf16.h: W may be the previous kernel's output at M > 64).
+  Cfg15 c = make_cfg(64, N, bn, 1, cps, 0);
   c.mtiles = ceil_div(M, 64);
   if (pairs) c.splitm = true, c.cl = 2, c.grid *= 2, c.mtiles = ceil_div(c.mtiles, 2);
   return c;
 }
 Cfg15 plan_16(int M, int N, bool pairs) {
   const int bn = strip_of_16(M, N);
+  auto make = [&](int cps) { return cfg_16(M, N, bn, cps, pairs); };
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = cfg_16(M, N, bn, cps, pairs);
+    const Cfg15 c = make(cps);
     if (c.grid * c.mtiles <= resident<false>(c)) return c;
   }
-  // More tiles than one wave holds: the ring for two CTAs per SM (a 4+-stage ring at 128 rows).
-  return cfg_16(M, N, bn, 2, pairs);
+  // More tiles than one wave holds: the ring for as many CTAs per SM as really fit (128-row
+  // strips: one, 146 registers; the measured 4097x1016x520 and 2048^3 rows ran a 2-CTA ring at
+  // one CTA per SM before session 21's review).
+  return waves_cfg<false>(make, MAX_CPS);
 }
 Cfg15 choose_16(int M, int N, bool pairs = false) {
   static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;

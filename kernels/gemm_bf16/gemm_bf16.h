@@ -36,10 +36,10 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d);
 // The entry point: picks the best supported rung for the shape and launches it. Throws
 // kl::BadArgument (no launch) for anything it cannot compute: N or K not a multiple of 8,
 // misaligned pointers, too small a workspace.
-// Stream contract (programmatic dependent launch, sm_90a rungs 08, 11, 12, 15 on created streams): a
-// launch may start while the previous kernel of the stream drains. A, C and the workspace are
-// touched only after that kernel has completed; W is treated as weights: the decode rungs 11 and
-// 15 (M <= 64) may start reading it before then, so W must not be written by a kernel that may still
+// Stream contract (programmatic dependent launch, sm_90a rungs 08, 11, 12, 15, 16 on created
+// streams): a launch may start while the previous kernel of the stream drains. A, C and the
+// workspace are touched only after that kernel has completed (rung 16: W too); W is treated as
+// weights by the decode rungs 11 and 15 (M <= 64), which may start reading it before then, so W must not be written by a kernel that may still
 // be running on the stream (synchronize, or use the legacy default stream, where PDL is off).
 void gemm_bf16(const GemmBf16Args& args, cudaStream_t stream);
 // The rung gemm_bf16() would launch (for the bench's "auto" row), or nullptr.

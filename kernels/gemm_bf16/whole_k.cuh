@@ -150,6 +150,11 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
     // and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
     // A slot is free once this CTA's consumers (and, with multicast, every peer's) released it.
+    // Known gap (review, session 21; experiment rows only): with activation multicast and parts <
+    // CL (M at or below a part's rows), a rank that sends nothing does not hold its peers back, so
+    // in principle a peer could finish round r + 1 of a slot and arrive on this CTA's empty barrier
+    // before this CTA's own round-r arrival lands, miscounting its phases; it needs one remote
+    // arrival to lag a whole ring round trip, and no test or sanitizer run has shown it.
     auto release = [](uint64_t* bar) {
       if constexpr (MC) {
 #pragma unroll
@@ -291,7 +296,7 @@ inline Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool spli
   c.bn = bn;
   c.cl = cl;
   c.cps = std::clamp(cps, 1, MAX_CPS);
-  c.wpre = std::max(1, wpre);
+  c.wpre = std::max(0, wpre);  // 0: nothing before griddepcontrol.wait (rung 16)
   const int per_cta = std::min(SMEM_OPTIN, 228 * 1024 / c.cps - 1024);
   const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
   // Even (>= 4): warpgroup q takes the k-blocks of parity q, so with an even ring it always takes
@@ -332,6 +337,18 @@ inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) 
   if (d.smem_optin < SMEM_OPTIN) return "needs " + std::to_string(SMEM_OPTIN) + " B of shared memory";
   if (!tma_available()) return "TMA unavailable (driver lacks cuTensorMapEncodeTiled)";
   return "";
+}
+
+// With more CTAs than one wave holds: the ring for the most CTAs per SM the device really places
+// (rings sized for more CTAs than the registers allow would run one CTA per SM on a shallow ring:
+// BN >= 72 uses 117-146 registers, one CTA per SM).
+template <bool ALL, class Make>
+Cfg15 waves_cfg(Make make, int cps_max) {
+  for (int cps = cps_max; cps > 1; --cps) {
+    const Cfg15 c = make(cps);
+    if (resident<ALL>(c) >= cps * device_info().sms) return c;
+  }
+  return make(1);
 }
 
 // Launches configuration `cf` (tensor maps built per launch: a pointer change never meets a stale
