@@ -642,10 +642,8 @@ Cfg11 choose(int M, int N, int K) {
 
 template <int MT, int WN, int NSL, int P = 0>
 void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, MT * 8, kBK,
-                                                 CU_TENSOR_MAP_SWIZZLE_128B);
-  const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, cf.T * 16, kBK,
-                                                 CU_TENSOR_MAP_SWIZZLE_128B);
+  const CUtensorMap tA = map_operand(a.A, a.M, a.K, MT * 8);
+  const CUtensorMap tW = map_operand(a.W, a.N, a.K, cf.T * 16);
   opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL, P>), SMEM_OPTIN);
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
   // finishes (the kernel waits with griddepcontrol.wait before touching A or C). Only on a created

@@ -18,7 +18,8 @@
 // launch; rung 05, the entry point's pick before, and cuBLAS beside): 1024^3 12.8-12.9 (05 14.5-14.8;
 // cuBLAS 9.4 / 12.7 in the two calls), 1000x1000x1024 13.0 (14.5-14.7; 9.0-9.2), 512x1024x1024 9.7-9.8
 // (14.3-14.4; 8.1-8.9), 128x4096x4096 20.3-20.6 (36.1-36.4; 16.4-16.5), 256x4096x4096 27.8-28.1
-// (36.3-36.4; 18.8-19.1). In waves: 4097x1016x520 40.9 (rung 12: 16.9), 2048^3 84-85 (26.9). Pairs:
+// (36.3-36.4; 18.8-19.1). In waves: 4097x1016x520 40.9 (rung 12: 16.9), 2048^3 84-85 (26.9); after
+// the review's ring fix (call9_1, one process) 39.9 and 59.2. Pairs:
 // 128x4096x4096 19.0, 256x4096x4096 25.7, 1024^3 14.2, 512x1024x1024 10.5: mixed, not in the plan.
 // What limits it (ncu at 1024^3: L2 21%, DRAM 6% of peak): each SM takes 24 KB per k-block for
 // 1 MFLOP, 384 KB per launch at 1024^3 (30 GB/s per SM over 12.9 us; rung 15's stream reaches 66
@@ -31,7 +32,7 @@ namespace hopper_gemm {
 
 namespace {
 // Strips: the narrowest multiple of 8 (from 32) whose tiles (strips x 64-row tiles of M) fit one
-// CTA per SM; 128 rows when none does (then the plan's ring for several CTAs per SM, in waves).
+// CTA per SM; 128 rows when none does (then waves, the ring sized for the CTAs per SM that fit).
 int strip_of_16(int M, int N) {
   const int sms = device_info().sms, mt = ceil_div(M, 64);
   for (int bn = 32; bn < 128; bn += 8)

@@ -262,8 +262,9 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
   // (session 21, results/h200/dev/s21/call5_*, best of 3 processes, us single launch): 1024^3 12.9
   // against 05's 14.8 (cuBLAS 9.4), 1000x1000x1024 13.0 / 14.7 (9.0), 512x1024x1024 9.8 / 14.3
   // (8.1), 128x4096x4096 20.6 / 36.1 (16.4), 256x4096x4096 27.8 / 36.3 (18.8). With more tiles than
-  // one wave (two CTAs per SM, 4-stage rings) it falls far behind: 2048x1024x4096 78.9 against 05's
-  // 37.8, 4097x1016x520 40.9 against 12's 16.9.
+  // one wave it falls far behind: 2048x1024x4096 78.9 against 05's 37.8, 4097x1016x520 40.9 against
+  // 12's 16.9 (rings then sized for two CTAs per SM, run at one); with rings for the one CTA that
+  // fits (call9_1, one process) 4097x1016x520 39.9 against auto (12) 17.3, 2048^3 59.2 against 27.6.
   if (static_cast<long long>((a.M + 63) / 64) * ((a.N + 127) / 128) <= d.sms) return ShapeClass::OneWave;
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
   // 128x128 wgmma rung 05 and rung 03's 64x128 tile measured ahead (1024^3: 14.5 / 14.8 us vs 08's

@@ -97,10 +97,10 @@ std::string describe_16(int M, int N);
 // Rung 15 with one of its choices undone (experiment rows 75-77): 1 multicast pairs (2-CTA
 // clusters sharing the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
-// Rung 15 with its strip width forced to bn W rows per CTA (32, 64, 96, 128) in clusters of cl CTAs
-// (1, 2, 4) sharing the activation box by multicast, or (splitm, cl = 2) pairs sharing one strip,
-// each taking half of M and multicasting half of every W box; the ring as the plan sizes it
-// (experiment rows 130-145 and the tests).
+// Rung 15 with its strip width forced to bn W rows per CTA (a multiple of 8 from 32 to 128; clusters
+// and pairs: 32, 64, 96, 128) in clusters of cl CTAs (1, 2, 4) sharing the activation box by
+// multicast, or (splitm, cl = 2) pairs sharing one strip, each taking half of M and multicasting
+// half of every W box; the ring as the plan sizes it (experiment rows 130-149 and the tests).
 void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)

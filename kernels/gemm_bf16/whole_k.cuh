@@ -219,8 +219,8 @@ struct Cfg15 {
 
 // Calls f(Kern<MP, BN, CL, LANES, SPLITM>{}) for a configuration's kernel: the instantiations that
 // exist are, with four lanes, BN = 32, 40, ..., 128 without clusters; BN in {32, 64, 96, 128} in
-// clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs (MP <= 32);
-// one lane only at BN = 32 without clusters (row 76).
+// clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs; one lane
+// only at BN = 32 without clusters (row 76). Rung 16's dispatch (ALL = false) holds MP = 64 only.
 template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
 struct Kern {
   static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
@@ -361,8 +361,8 @@ void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
     // Box rows: the activation part / W part one CTA loads.
     constexpr int a_rows = Kn::SPLITM ? Kn::MP : Kn::MP / Kn::CL;
     constexpr int w_rows = Kn::SPLITM ? Kn::BN / 2 : Kn::BN;
-    const CUtensorMap tA = make_tensor_map_bf16_2d(a.A, a.M, a.K, a.K, a_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
-    const CUtensorMap tW = make_tensor_map_bf16_2d(a.W, a.N, a.K, a.K, w_rows, kBK, CU_TENSOR_MAP_SWIZZLE_128B);
+    const CUtensorMap tA = map_operand(a.A, a.M, a.K, a_rows);
+    const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
     opt_in_smem(Kn::fn(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
     pdl_launch_cluster(k15<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem,
