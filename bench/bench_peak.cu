@@ -22,9 +22,15 @@
 //   fp32_fma       8 independent FMA chains per thread, 2048 threads per SM
 //   copy_memcpy    cudaMemcpy device-to-device of 1 GiB, counting bytes read + written
 //   copy_kernel    a grid-stride copy with 16-byte loads, 4 in flight per thread
+//   read_stream    a grid-stride read of 1 GiB with 16-byte loads, 8 in flight per thread, XOR-folded
+//                  (checked against the host's fold of the same bytes): the read-only DRAM rate a
+//                  decode stream (bf16 GEMM, attention) can reach at best; bytes = bytes read
+//   launch_empty   a kernel that does nothing, one 128-thread block per SM: what a launch costs by
+//                  itself, timed as every row is (median of launches each between its own event pair)
+//                  and back to back in a CUDA graph (graph_ms); the intercept of every small row
 // Each compute loop also reads %globaltimer and clock64 on one SM at its start and end, so the
 // JSON row carries the SM clock the loop actually ran at (clock_mhz), beside the NVML sample.
-// Run: build/bench_peak [--out results/h200/peak.jsonl] [--iters N]
+// Run: build/bench_peak [--out results/h200/peak.jsonl] [--iters N] [--quick: 10 iterations, 64 MiB copies]
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -211,6 +217,33 @@ __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
+// 16-byte loads, 8 in flight per thread, folded by XOR (no load can be dropped: every word reaches
+// the result); each warp's fold goes to out[global warp index].
+__global__ void read16_kernel(const uint4* __restrict__ src, size_t n, uint4* __restrict__ out) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  auto fold = [&](const uint4& v) { acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w; };
+  for (; i + 7 * stride < n; i += 8 * stride) {
+    uint4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] = src[i + j * stride];  // 8 independent loads first
+#pragma unroll
+    for (int j = 0; j < 8; ++j) fold(v[j]);
+  }
+  for (; i < n; i += stride) fold(src[i]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    acc.x ^= __shfl_xor_sync(0xffffffffu, acc.x, o);
+    acc.y ^= __shfl_xor_sync(0xffffffffu, acc.y, o);
+    acc.z ^= __shfl_xor_sync(0xffffffffu, acc.z, o);
+    acc.w ^= __shfl_xor_sync(0xffffffffu, acc.w, o);
+  }
+  if ((threadIdx.x & 31) == 0) out[(blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x) / 32] = acc;
+}
+
+__global__ void empty_kernel() {}
+
 // wgmma peak: m64n256k16, A and B both read from shared memory through 128-byte-swizzle K-major
 // descriptors (the layout the GEMM rungs use). The values are whatever the fill wrote: only the
 // rate matters here. 16 wgmma per commit group; two warpgroups per SM so one's wait hides in the
@@ -276,7 +309,7 @@ int main(int argc, char** argv) {
     if (o.list) {
       std::printf("bench_peak: mma_sync_bf16, mma_sync_64x64_regs, mma_sync_64x64_ldsm, mma_sync_64x64_ldsm_bar, "
                   "mma_sync_64x64_pipe_l2, wgmma_bf16 (sm_90a), "
-                  "fp32_fma, fp32_ffma_16x8_lds, copy_memcpy, copy_kernel\n");
+                  "fp32_fma, fp32_ffma_16x8_lds, copy_memcpy, copy_kernel, read_stream, launch_empty\n");
       return 0;
     }
     if (!o.shapes.empty() || o.variant != "all" || !o.dtypes.empty())
@@ -401,8 +434,8 @@ int main(int argc, char** argv) {
                   });
       }
     }
-    {  // Copies: 1 GiB each way, far past the L2.
-      const size_t bytes = size_t(1) << 30;
+    {  // Copies: 1 GiB each way, far past the L2 (--quick, a smoke run and the sanitizer's: 64 MiB).
+      const size_t bytes = o.quick ? size_t(1) << 26 : size_t(1) << 30;
       DeviceBuffer a(bytes), b(bytes);
       fill_uniform(a.ptr, bytes / 4, DType::f32, run_seed(o), -1.f, 1.f, s);
       Options co = po;
@@ -430,6 +463,40 @@ int main(int argc, char** argv) {
       } else {
         rep.emit(k);
       }
+      // Read only: the same 1 GiB, folded by XOR; the fold is checked against the host's.
+      const int rthreads = 256, rwarps = blocks * rthreads / 32;
+      DeviceBuffer folds(static_cast<size_t>(rwarps) * 16);
+      Row rr = peak_row("read_stream", "kl", "f32", sh);
+      rr.t = time_launches([&](int) {
+        read16_kernel<<<blocks, rthreads, 0, s>>>(a.as<uint4>(), bytes / 16, folds.as<uint4>());
+        KL_CHECK_LAUNCH();
+      }, co, s);
+      rr.bytes = static_cast<double>(bytes);
+      KL_CHECK(cudaStreamSynchronize(s));
+      std::vector<uint32_t> hw(bytes / 4), hf(static_cast<size_t>(rwarps) * 4);
+      KL_CHECK(cudaMemcpy(hw.data(), a.ptr, bytes, cudaMemcpyDeviceToHost));
+      KL_CHECK(cudaMemcpy(hf.data(), folds.ptr, hf.size() * 4, cudaMemcpyDeviceToHost));
+      uint32_t want[4] = {0, 0, 0, 0}, got[4] = {0, 0, 0, 0};
+      for (size_t i = 0; i < hw.size(); ++i) want[i & 3] ^= hw[i];
+      for (size_t i = 0; i < hf.size(); ++i) got[i & 3] ^= hf[i];
+      rr.validated = true;
+      rr.tol = Tolerance{0, 0, 0};
+      rr.err.n = 4;
+      for (int j = 0; j < 4; ++j) rr.err.bad += want[j] != got[j];
+      rr.err.ok = rr.err.bad == 0;
+      if (!rr.err.ok) {
+        rep.fail(rr, "read kernel's XOR fold differs from the host's fold of the same bytes");
+      } else {
+        rep.emit(rr);
+      }
+    }
+    {  // An empty launch: single (event pair per launch, as every row) and back to back (graph).
+      Row r = peak_row("launch_empty", "kl", "f32", Shape{{{"blocks", d.sms}, {"threads", 128}}});
+      r.t = time_launches([&](int) {
+        empty_kernel<<<d.sms, 128, 0, s>>>();
+        KL_CHECK_LAUNCH();
+      }, po, s, /*force_graph=*/true);
+      rep.emit(r);
     }
     return rep.finish();
   });

@@ -501,6 +501,12 @@ class Report:
         for r in peak:
             if r["op"] in COPY_OPS:
                 val = "%.0f GB/s (read + write)" % (gbps(r) or r.get("gbps") or 0)
+            elif r["op"] == "read_stream":
+                val = "%.0f GB/s (read)" % (gbps(r) or r.get("gbps") or 0)
+            elif r["op"] == "launch_empty":
+                g = r.get("graph_ms")
+                val = "%.2f us a launch, %s back to back" % (
+                    1e3 * r["median_ms"], "—" if g is None else "%.2f us" % (1e3 * g))
             else:
                 t = tflops(r)
                 val = "—" if t is None else "%.1f TFLOP/s" % t

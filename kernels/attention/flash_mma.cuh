@@ -60,9 +60,14 @@ struct Params {
 // halving the shared-memory bytes per FLOP, and Q fragments are re-read from shared memory per
 // k-step instead, because 2 x (O + S + Q) fragments do not fit in 255 registers); BN: keys per K/V
 // tile; STAGES: cp.async ring depth; MINB: blocks per SM the register budget is sized for.
-template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_>
+// PROBE (tools/attn_ceiling only; the rungs use 0): 1 drops the softmax (P = bf16(S): no max, exp,
+// sum, mask or O rescale), leaving the two products, the K/V ring and its barriers; 2 also drops the
+// ring (every KV step reads the resident stage 0: no copies, no barriers in the loop). The output of
+// a probe is not attention; only its time is used.
+template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_, int PROBE_ = 0>
 struct Cfg {
   static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
+  static constexpr int PROBE = PROBE_;
   static constexpr int WROWS = 16 * MT;     // query rows per warp
   static constexpr int BM = WROWS * WARPS;  // query rows per block
   static constexpr int THREADS = 32 * WARPS;
@@ -155,7 +160,8 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     if (n_begin + st < n_end) load_kv(n_begin + st, st);
     cp_async_commit();
   }
-  cp_async_wait<STAGES - 1>();  // Q has landed (the KV groups may still be in flight)
+  if constexpr (C::PROBE == 2) cp_async_wait<0>();  // probe: stage 0 stays resident for the loop
+  else cp_async_wait<STAGES - 1>();  // Q has landed (the KV groups may still be in flight)
   __syncthreads();
 
   // Q fragments: ldmatrix.x4 over a 16x16 block, lanes 0-7 rows 0-7 / chunk 2kk (a0), 8-15 rows
@@ -195,14 +201,14 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 
   for (int n = n_begin; n < n_end; ++n) {
     const int it = n - n_begin;
-    cp_async_wait<STAGES - 2>();  // tile n has landed for this thread's copies ...
-    __syncthreads();              // ... and everyone's; the stage refilled below is free
-    {
+    if constexpr (C::PROBE != 2) {
+      cp_async_wait<STAGES - 2>();  // tile n has landed for this thread's copies ...
+      __syncthreads();              // ... and everyone's; the stage refilled below is free
       const int nn = n + STAGES - 1;
       if (nn < n_end) load_kv(nn, (it + STAGES - 1) % STAGES);
       cp_async_commit();
     }
-    const __nv_bfloat16* Ks = KVs + (it % STAGES) * 2 * C::KV_ELEMS;
+    const __nv_bfloat16* Ks = KVs + (C::PROBE == 2 ? 0 : it % STAGES) * 2 * C::KV_ELEMS;
     const __nv_bfloat16* Vs = Ks + C::KV_ELEMS;
 
     // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32; then the stale-max fast path
@@ -213,7 +219,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     // from the same shared tile (no __syncthreads since) for the online softmax below. One rolled
     // loop, so the S code exists once (two copies made ptxas spill at MT = 2, D = 128).
     // D = 128 only: at D = 64 it measured 1.6% slower (results/h200/dev/attn_softmax/p1_*.jsonl).
-    constexpr bool kStale = D == 128;
+    constexpr bool kStale = D == 128 && C::PROBE == 0;
     const int kv0 = n * BN;
     const bool masked = kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off);
     float s[MT][BN / 8][4];
@@ -273,7 +279,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     }
 
     // ---- mask: keys past Skv (ragged tile) and, causal, keys past the row's diagonal
-    if (masked) {
+    if (C::PROBE == 0 && masked) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -293,7 +299,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (fast) continue;  // warp-uniform
+        if (fast || C::PROBE != 0) continue;  // warp-uniform
         float mx = neg_inf_f();
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
@@ -316,7 +322,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
       }
     // Rescale O only when some row max of the warp moved (warp-uniform branch): after the first
     // few key tiles the running max rarely changes, and this is D/2 * MT multiplies per thread.
-    if (!fast && !__all_sync(0xffffffffu, same)) {
+    if (C::PROBE == 0 && !fast && !__all_sync(0xffffffffu, same)) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -365,7 +371,8 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       l[mt][h] = quad_sum(l[mt][h]);
-      inv[mt][h] = l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
+      // (a probe keeps l = 0; it stores O unscaled so that no product can be optimized away)
+      inv[mt][h] = C::PROBE != 0 ? 1.f : l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
     }
 
   if (nsplit == 1) {

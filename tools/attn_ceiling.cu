@@ -1,0 +1,121 @@
+// tools/attn_ceiling.cu — what attention rung 02's kernel (kernels/attention/flash_mma.cuh) can reach
+// at best on this card: the same kernel with its softmax taken out, then with its K/V ring taken out
+// too. The ceilings bound issue 7's prefill target (1.2x PyTorch's flash backend) for any kernel of
+// this structure (mma.sync for both products, P in registers, 4 warps x 32 rows, 64-key tiles).
+//
+// Rows (JSON lines through the bench harness, family "attention_probe", op "prefill"):
+//   02_full      flash_mma_kernel exactly as rung 02 launches it (Cfg<D, 4, 2, 64, 2|3, 2>)
+//   nosoftmax    the same with P = bf16(S): no row max, exp2, sum, mask or O rescale; the products,
+//                the cp.async ring and its barriers stay (Cfg's PROBE = 1)
+//   products     also no ring: every KV step reads the resident stage 0 with ldmatrix (PROBE = 2):
+//                the two products and their shared-memory operand stream alone
+// The probes' outputs are not attention (not validated); 02_full is rung 02 and is validated by the
+// tests and the bench, not here. FLOPs are counted as bench_attention counts them (4 B H D x visible
+// pairs), so the TFLOP/s compare with its rows and with scripts/torch_baseline.py's.
+//
+//   build/attn_ceiling [--out FILE] [--iters N] [--shape B=1,H=32,S=4096,D=128,causal=0 ...]
+//   (default shapes: B=1, H=32, D=128, S in {4096, 8192}, causal 0 and 1)
+#include <cuda_bf16.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "attention/attention_internal.h"
+#include "attention/flash_mma.cuh"
+#include "bench/harness.h"
+
+namespace {
+
+using namespace kl;
+using namespace kl::bench;
+
+template <int D, int PROBE>
+using CfgP = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, PROBE>;  // rung 02's Cfg02<D> at PROBE 0
+
+template <class C>
+void launch(const AttentionArgs& a, cudaStream_t s) {
+  attention_smem_optin(reinterpret_cast<const void*>(flash::flash_mma_kernel<C>), C::SMEM);
+  flash::Params p{};
+  p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
+  p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
+  p.causal = a.causal ? 1 : 0;
+  p.sl2 = attention_scale_log2(a);
+  p.nqt = (a.Sq + C::BM - 1) / C::BM;
+  const long long tiles = static_cast<long long>(p.nqt) * a.B * a.Hq;
+  p.full_blocks = static_cast<int>(tiles);
+  p.splits = 1;
+  flash::flash_mma_kernel<C><<<static_cast<unsigned>(tiles), C::THREADS, C::SMEM, s>>>(p);
+  KL_CHECK_LAUNCH();
+}
+
+template <int PROBE>
+void launch_d(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) launch<CfgP<64, PROBE>>(a, s);
+  else launch<CfgP<128, PROBE>>(a, s);
+}
+
+int run(int argc, char** argv) {
+  Options o = parse_cli(argc, argv, "attn_ceiling", "B=..,H=..,S=..,D=..,causal=0|1 (Sq = Skv = S, Hq = Hkv = H)");
+  const DeviceInfo& dev = device_info();
+  KL_REQUIRE(dev.cc_major * 10 + dev.cc_minor >= 80, "attn_ceiling: needs compute capability 8.0+");
+  print_banner(dev);
+  Reporter rep(o, dev);
+  Stream stream;
+  const std::vector<std::string> dims = {"B", "H", "S", "D", "causal"};
+  std::vector<std::string> shapes = o.shapes;
+  if (shapes.empty())
+    for (const char* s : {"4096", "8192"})
+      for (const char* c : {"0", "1"})
+        shapes.push_back(std::string("B=1,H=32,S=") + s + ",D=128,causal=" + c);
+  for (const std::string& str : shapes) {
+    const Shape sh = parse_shape(str, dims);
+    const long long B = sh["B"], H = sh["H"], S = sh["S"], D = sh["D"], causal = sh["causal"];
+    KL_REQUIRE(B >= 1 && H >= 1 && S >= 1 && (D == 64 || D == 128) && (causal == 0 || causal == 1),
+               "attn_ceiling: shape " << str << ": B, H, S >= 1, D 64 or 128, causal 0 or 1");
+    const size_t n = static_cast<size_t>(B * H * S * D);
+    DeviceBuffer q(2 * n), k(2 * n), v(2 * n), out(2 * n);
+    const uint64_t seed = run_seed(o);
+    fill_uniform(q.ptr, n, DType::bf16, seed, -1.f, 1.f, stream);
+    fill_uniform(k.ptr, n, DType::bf16, seed + 1, -1.f, 1.f, stream);
+    fill_uniform(v.ptr, n, DType::bf16, seed + 2, -1.f, 1.f, stream);
+    AttentionArgs a{};
+    a.Q = q.as<__nv_bfloat16>(); a.K = k.as<__nv_bfloat16>(); a.V = v.as<__nv_bfloat16>();
+    a.O = out.as<__nv_bfloat16>();
+    a.B = static_cast<int>(B); a.Hq = a.Hkv = static_cast<int>(H);
+    a.Sq = a.Skv = static_cast<int>(S); a.D = static_cast<int>(D); a.causal = causal != 0;
+    a.scale = 0.f;  // 1/sqrt(D)
+    const std::string why = attn02_supports(a, dev);
+    if (!why.empty()) {
+      rep.skip("attn_ceiling " + str, why);
+      continue;
+    }
+    const double pairs = causal ? S * (S + 1) / 2.0 : double(S) * S;
+    const double flops = 4.0 * B * H * D * pairs;
+    auto row = [&](int probe, const char* name, const char* what, auto fn) {
+      Row r;
+      r.family = "attention_probe";
+      r.op = "prefill";
+      r.impl = "kl";
+      r.variant = probe;
+      r.variant_name = name;
+      r.change = what;
+      r.dtype = "bf16";
+      r.shape = sh;
+      r.flops = flops;
+      r.bytes = 2.0 * 4 * n;
+      r.seed = seed;
+      r.validated = false;
+      r.t = time_launches([&](int) { fn(a, stream.s); }, o, stream);
+      rep.emit(r);
+    };
+    row(0, "02_full", "rung 02's kernel as it launches", launch_d<0>);
+    row(1, "nosoftmax", "P = bf16(S): no max, exp2, sum, mask or rescale; ring and barriers kept", launch_d<1>);
+    row(2, "products", "no softmax, no ring: both products on the resident stage 0", launch_d<2>);
+  }
+  return rep.finish();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return guarded_main([&] { return run(argc, argv); }); }
