@@ -3,15 +3,20 @@
 // too. The ceilings bound issue 7's prefill target (1.2x PyTorch's flash backend) for any kernel of
 // this structure (mma.sync for both products, P in registers, 4 warps x 32 rows, 64-key tiles).
 //
-// Rows (JSON lines through the bench harness, family "attention_probe", op "prefill"):
-//   02_full      flash_mma_kernel exactly as rung 02 launches it (Cfg<D, 4, 2, 64, 2|3, 2>)
-//   nosoftmax    the same with P = bf16(S): no row max, exp2, sum, mask or O rescale; the products,
-//                the cp.async ring and its barriers stay (Cfg's PROBE = 1)
-//   products     also no ring: every KV step reads the resident stage 0 with ldmatrix (PROBE = 2):
-//                the two products and their shared-memory operand stream alone
-// The probes' outputs are not attention (not validated); 02_full is rung 02 and is validated by the
-// tests and the bench, not here. FLOPs are counted as bench_attention counts them (4 B H D x visible
-// pairs), so the TFLOP/s compare with its rows and with scripts/torch_baseline.py's.
+// Rows (JSON lines through the bench harness, family "attention_probe", op "prefill"; variant =
+// flash_mma.cuh's PROBE bits):
+//   0 02_full          flash_mma_kernel exactly as rung 02 launches it (Cfg<D, 4, 2, 64, 2|3, 2>)
+//   1 nosoftmax        the same with P = bf16(S): no row max, exp2, sum, mask or O rescale; the
+//                      products, the cp.async ring and its barriers stay
+//   3 products         also no ring: every KV step reads the resident stage 0 with ldmatrix: the two
+//                      products and their shared-memory operand stream alone
+//   4 full_head_major  rung 02's kernel with the tiles numbered head by head (the blocks resident at
+//                      once share a few heads' K/V in L2); real attention: its O must equal 02_full's
+//                      bit for bit (checked here; a mismatch fails the row)
+//   5 nosoftmax_head_major
+// The probes without a softmax do not compute attention (not validated); 02_full is rung 02 and is
+// validated by the tests and the bench, not here. FLOPs are counted as bench_attention counts them
+// (4 B H D x visible pairs), so the TFLOP/s compare with its rows and with scripts/torch_baseline.py's.
 //
 //   build/attn_ceiling [--out FILE] [--iters N] [--shape B=1,H=32,S=4096,D=128,causal=0 ...]
 //   (default shapes: B=1, H=32, D=128, S in {4096, 8192}, causal 0 and 1)
@@ -110,8 +115,25 @@ int run(int argc, char** argv) {
       rep.emit(r);
     };
     row(0, "02_full", "rung 02's kernel as it launches", launch_d<0>);
+    std::vector<uint16_t> o_ref(n), o_hm(n);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    KL_CHECK(cudaMemcpy(o_ref.data(), out.ptr, 2 * n, cudaMemcpyDeviceToHost));
     row(1, "nosoftmax", "P = bf16(S): no max, exp2, sum, mask or rescale; ring and barriers kept", launch_d<1>);
-    row(2, "products", "no softmax, no ring: both products on the resident stage 0", launch_d<2>);
+    row(3, "products", "no softmax, no ring: both products on the resident stage 0", launch_d<3>);
+    poison(out.ptr, 2 * n, stream);
+    launch_d<4>(a, stream);
+    KL_CHECK(cudaStreamSynchronize(stream));
+    KL_CHECK(cudaMemcpy(o_hm.data(), out.ptr, 2 * n, cudaMemcpyDeviceToHost));
+    if (o_hm != o_ref) {
+      Row r;
+      r.family = "attention_probe"; r.op = "prefill"; r.variant = 4; r.variant_name = "full_head_major";
+      r.dtype = "bf16"; r.shape = sh;
+      rep.fail(r, "head-major tile order changed O (it must only reorder whole tiles)");
+    } else {
+      row(4, "full_head_major", "rung 02's kernel, tiles numbered head by head (O equal to 02_full's, checked)",
+          launch_d<4>);
+    }
+    row(5, "nosoftmax_head_major", "no softmax, tiles numbered head by head", launch_d<5>);
   }
   return rep.finish();
 }

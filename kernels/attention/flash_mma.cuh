@@ -60,14 +60,17 @@ struct Params {
 // halving the shared-memory bytes per FLOP, and Q fragments are re-read from shared memory per
 // k-step instead, because 2 x (O + S + Q) fragments do not fit in 255 registers); BN: keys per K/V
 // tile; STAGES: cp.async ring depth; MINB: blocks per SM the register budget is sized for.
-// PROBE (tools/attn_ceiling only; the rungs use 0): 1 drops the softmax (P = bf16(S): no max, exp,
-// sum, mask or O rescale), leaving the two products, the K/V ring and its barriers; 2 also drops the
-// ring (every KV step reads the resident stage 0: no copies, no barriers in the loop). The output of
-// a probe is not attention; only its time is used.
+// PROBE (tools/attn_ceiling only; the rungs use 0), bit flags: 1 drops the softmax (P = bf16(S): no
+// max, exp, sum, mask or O rescale), leaving the two products, the K/V ring and its barriers; 2 drops
+// the ring (every KV step reads the resident stage 0: no copies, no barriers in the loop); 4 numbers
+// the tiles head-major (all query tiles of one head in a row, so the blocks resident at once share a
+// few heads' K/V in L2) instead of query-tile-major. A probe with bit 1 or 2 does not compute
+// attention; only its time is used.
 template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_, int PROBE_ = 0>
 struct Cfg {
   static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
   static constexpr int PROBE = PROBE_;
+  static constexpr bool NO_SOFTMAX = PROBE & 1, NO_RING = PROBE & 2, HEAD_MAJOR = PROBE & 4;
   static constexpr int WROWS = 16 * MT;     // query rows per warp
   static constexpr int BM = WROWS * WARPS;  // query rows per block
   static constexpr int THREADS = 32 * WARPS;
@@ -128,8 +131,9 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     nsplit = p.splits;
   }
   const int BH = p.B * p.Hq;
-  const int qt = p.nqt - 1 - t / BH;  // tile order: heaviest (last) query tiles first
-  const int bh = t % BH;
+  // Tile order: heaviest (last) query tiles first (probe bit 4: head by head, heaviest first in each).
+  const int qt = p.nqt - 1 - (C::HEAD_MAJOR ? t % p.nqt : t / BH);
+  const int bh = C::HEAD_MAJOR ? t / p.nqt : t % BH;
   const int b = bh / p.Hq, hq = bh % p.Hq, hkv = hq / p.group;
   const int q0 = qt * BM;
   const int off = p.Skv - p.Sq;
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     if (n_begin + st < n_end) load_kv(n_begin + st, st);
     cp_async_commit();
   }
-  if constexpr (C::PROBE == 2) cp_async_wait<0>();  // probe: stage 0 stays resident for the loop
+  if constexpr (C::NO_RING) cp_async_wait<0>();  // probe: stage 0 stays resident for the loop
   else cp_async_wait<STAGES - 1>();  // Q has landed (the KV groups may still be in flight)
   __syncthreads();
 
@@ -201,14 +205,14 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 
   for (int n = n_begin; n < n_end; ++n) {
     const int it = n - n_begin;
-    if constexpr (C::PROBE != 2) {
+    if constexpr (!C::NO_RING) {
       cp_async_wait<STAGES - 2>();  // tile n has landed for this thread's copies ...
       __syncthreads();              // ... and everyone's; the stage refilled below is free
       const int nn = n + STAGES - 1;
       if (nn < n_end) load_kv(nn, (it + STAGES - 1) % STAGES);
       cp_async_commit();
     }
-    const __nv_bfloat16* Ks = KVs + (C::PROBE == 2 ? 0 : it % STAGES) * 2 * C::KV_ELEMS;
+    const __nv_bfloat16* Ks = KVs + (C::NO_RING ? 0 : it % STAGES) * 2 * C::KV_ELEMS;
     const __nv_bfloat16* Vs = Ks + C::KV_ELEMS;
 
     // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32; then the stale-max fast path
@@ -219,7 +223,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     // from the same shared tile (no __syncthreads since) for the online softmax below. One rolled
     // loop, so the S code exists once (two copies made ptxas spill at MT = 2, D = 128).
     // D = 128 only: at D = 64 it measured 1.6% slower (results/h200/dev/attn_softmax/p1_*.jsonl).
-    constexpr bool kStale = D == 128 && C::PROBE == 0;
+    constexpr bool kStale = D == 128 && !C::NO_SOFTMAX;
     const int kv0 = n * BN;
     const bool masked = kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off);
     float s[MT][BN / 8][4];
@@ -279,7 +283,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     }
 
     // ---- mask: keys past Skv (ragged tile) and, causal, keys past the row's diagonal
-    if (C::PROBE == 0 && masked) {
+    if (!C::NO_SOFTMAX && masked) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -299,7 +303,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (fast || C::PROBE != 0) continue;  // warp-uniform
+        if (fast || C::NO_SOFTMAX) continue;  // warp-uniform
         float mx = neg_inf_f();
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
@@ -322,7 +326,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
       }
     // Rescale O only when some row max of the warp moved (warp-uniform branch): after the first
     // few key tiles the running max rarely changes, and this is D/2 * MT multiplies per thread.
-    if (C::PROBE == 0 && !fast && !__all_sync(0xffffffffu, same)) {
+    if (!C::NO_SOFTMAX && !fast && !__all_sync(0xffffffffu, same)) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -372,7 +376,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     for (int h = 0; h < 2; ++h) {
       l[mt][h] = quad_sum(l[mt][h]);
       // (a probe keeps l = 0; it stores O unscaled so that no product can be optimized away)
-      inv[mt][h] = C::PROBE != 0 ? 1.f : l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
+      inv[mt][h] = C::NO_SOFTMAX ? 1.f : l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
     }
 
   if (nsplit == 1) {
