@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "bench/attention_check.h"
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/attention_internal.h"  // attn03_workspace_bytes: does rung 03 split here?
 #include "tests/attention_test_util.h"
 #include "tests/gpu_test.h"
 
@@ -122,6 +124,36 @@ TEST(AttentionGpu, BitwiseDeterministic) {
       }
     }
   }
+}
+
+// Rung 03 on a non-causal prefill whose last wave is a small tail (tiles = W + 6 at W = 2 blocks x
+// SMs): the tail tiles are split and merged by the combine kernel, whose map must place them by the
+// non-causal (head-major) tile order of flash::tile_of. Checked against rung 02 (every tile whole,
+// validated above) on ALL rows: a misplaced tile errs by O(|O|), the split's own rounding by ~1e-3.
+TEST(AttentionGpu, TailSplitNonCausalMatchesRung02) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  const int H = d.sms + 3;  // 2 query tiles per head: 2 * SMs + 6 tiles
+  Problem p = make_problem({1, H, H, 256, 256, 64, false}, 777);
+  const AttentionArgs a = p.args();
+  const auto& rs = attention_rungs();
+  auto rung = [&](int n) { return *std::find_if(rs.begin(), rs.end(), [&](const auto& r) { return r.number == n; }); };
+  if (attn03_workspace_bytes(a, d) == 0)
+    GTEST_SKIP() << "rung 03's plan on this device splits no tail at " << a.Hq * 2 << " tiles";
+  std::vector<uint16_t> o2(p.nQ), o3(p.nQ);
+  for (int n : {2, 3}) {
+    poison(p.o.ptr, 2 * p.nQ);
+    launch_checked(rung(n), a, 0);
+    KL_CHECK(cudaDeviceSynchronize());
+    KL_CHECK(cudaMemcpy(n == 2 ? o2.data() : o3.data(), p.o.ptr, 2 * p.nQ, cudaMemcpyDeviceToHost));
+  }
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < p.nQ; ++i) {
+    const double x = bf16_bits_to_float(o3[i]), y = bf16_bits_to_float(o2[i]);
+    if (!(std::fabs(x - y) <= 1e-2 + 1e-2 * std::fabs(y)) && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << "rung 03 vs rung 02 on " << a.Hq << " heads: " << bad << " elements differ, first at "
+                     << first << " (head " << first / (256 * 64) << ", row " << first / 64 % 256 << ")";
 }
 
 TEST(AttentionGpu, RefusesBadInput) {

@@ -44,22 +44,6 @@ namespace {
 template <int D>
 using Cfg02 = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2>;
 
-template <class C>
-void run_flash(const AttentionArgs& a, cudaStream_t s) {
-  attention_smem_optin(reinterpret_cast<const void*>(flash::flash_mma_kernel<C>), C::SMEM);
-  flash::Params p{};
-  p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
-  p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
-  p.causal = a.causal ? 1 : 0;
-  p.sl2 = attention_scale_log2(a);
-  p.nqt = (a.Sq + C::BM - 1) / C::BM;
-  const long long tiles = static_cast<long long>(p.nqt) * a.B * a.Hq;
-  p.full_blocks = static_cast<int>(tiles);  // every tile whole: no split, no workspace
-  p.splits = 1;
-  flash::flash_mma_kernel<C><<<static_cast<unsigned>(tiles), C::THREADS, C::SMEM, s>>>(p);
-  KL_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d) {
@@ -73,8 +57,9 @@ std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d) {
 }
 
 void attn02_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) run_flash<Cfg02<64>>(a, s);
-  else run_flash<Cfg02<128>>(a, s);
+  // Non-causal tiles head by head (K/V stay in L2), causal heaviest first (flash::tile_of).
+  if (a.D == 64) flash::launch_whole_tiles<Cfg02<64>>(a, s, !a.causal);
+  else flash::launch_whole_tiles<Cfg02<128>>(a, s, !a.causal);
 }
 
 }  // namespace kl

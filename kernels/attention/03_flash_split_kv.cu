@@ -160,10 +160,10 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
 // Output row of a split prefill tail tile.
 struct TailMap {
   __nv_bfloat16* O;
-  int B, Hq, Sq, nqt, BM, full_blocks, d;
+  int B, Hq, Sq, nqt, BM, full_blocks, d, head_major;
   __device__ __nv_bfloat16* operator()(int tl, int r) const {
-    const int t = full_blocks + tl, BH = B * Hq;
-    const int qt = nqt - 1 - t / BH, bh = t % BH;
+    int qt, bh;
+    flash::tile_of(full_blocks + tl, nqt, B * Hq, head_major != 0, qt, bh);
     const int i = qt * BM + r;
     if (i >= Sq) return nullptr;
     return O + (static_cast<long long>(bh) * Sq + i) * d;
@@ -263,6 +263,7 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   p.causal = a.causal ? 1 : 0;
   p.sl2 = attention_scale_log2(a);
   p.nqt = pl.nqt;
+  p.head_major = a.causal ? 0 : 1;  // flash::tile_of
   p.full_blocks = pl.full_blocks;
   p.splits = pl.splits;
   const long long tail = pl.tiles - pl.full_blocks;
@@ -274,7 +275,7 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   flash::flash_mma_kernel<C><<<static_cast<unsigned>(blocks), C::THREADS, C::SMEM, st>>>(p);
   KL_CHECK_LAUNCH();
   if (tail > 0) {
-    TailMap map{a.O, a.B, a.Hq, a.Sq, pl.nqt, C::BM, pl.full_blocks, D};
+    TailMap map{a.O, a.B, a.Hq, a.Sq, pl.nqt, C::BM, pl.full_blocks, D, p.head_major};
     flash::launch_combine<D>(p.ws_o, p.ws_lse, C::BM, pl.splits, tail * C::BM, map,
                              device_info().cc() >= 90, st);
   }

@@ -31,6 +31,8 @@
 #include <cuda_bf16.h>
 
 #include "attention/attention.h"
+#include "attention/attention_internal.h"
+#include "common/check.h"
 #include "common/mma.cuh"
 #include "common/softmax_online.cuh"
 
@@ -46,7 +48,8 @@ struct Params {
   int causal;
   float sl2;                       // scale * log2(e)
   int nqt;                         // query tiles per head
-  // Schedule (rung 03): tiles are numbered heaviest first, t = (nqt-1-qt) * B*Hq + b*Hq + hq.
+  int head_major;                  // tile order, see tile_of (the launchers: non-causal = 1)
+  // Schedule (rung 03): tiles are numbered by tile_of's order (causal: heaviest first).
   // Blocks [0, full_blocks) each own tile t = blockIdx.x whole; block full_blocks + k owns piece
   // k % splits of tail tile full_blocks + k / splits. Rung 02: full_blocks = all tiles.
   int full_blocks;
@@ -62,15 +65,13 @@ struct Params {
 // tile; STAGES: cp.async ring depth; MINB: blocks per SM the register budget is sized for.
 // PROBE (tools/attn_ceiling only; the rungs use 0), bit flags: 1 drops the softmax (P = bf16(S): no
 // max, exp, sum, mask or O rescale), leaving the two products, the K/V ring and its barriers; 2 drops
-// the ring (every KV step reads the resident stage 0: no copies, no barriers in the loop); 4 numbers
-// the tiles head-major (all query tiles of one head in a row, so the blocks resident at once share a
-// few heads' K/V in L2) instead of query-tile-major. A probe with bit 1 or 2 does not compute
-// attention; only its time is used.
+// the ring (every KV step reads the resident stage 0: no copies, no barriers in the loop). A probe
+// does not compute attention; only its time is used.
 template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_, int PROBE_ = 0>
 struct Cfg {
   static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
   static constexpr int PROBE = PROBE_;
-  static constexpr bool NO_SOFTMAX = PROBE & 1, NO_RING = PROBE & 2, HEAD_MAJOR = PROBE & 4;
+  static constexpr bool NO_SOFTMAX = PROBE & 1, NO_RING = PROBE & 2;
   static constexpr int WROWS = 16 * MT;     // query rows per warp
   static constexpr int BM = WROWS * WARPS;  // query rows per block
   static constexpr int THREADS = 32 * WARPS;
@@ -84,6 +85,20 @@ struct Cfg {
   static_assert(CH >= 8, "the XOR swizzle needs 8 chunks per row");
   static_assert(STAGES >= 2, "pipeline needs 2+ stages");
 };
+
+// Tile t -> (query tile qt, head bh = b * Hq + hq), BH = B * Hq heads of nqt tiles each.
+//  * query-tile-major (causal): t = (nqt-1-qt) * BH + bh, the heaviest (last) query tiles of every
+//    head first, so the last wave holds the lightest tiles;
+//  * head-major (non-causal: every tile costs the same): t = bh * nqt + (nqt-1-qt), the tiles of
+//    one head in a row, so the blocks resident at once read the K/V of a few heads (GQA: of fewer
+//    still) and those stay in L2; query-tile-major order streams all heads' K/V at once (64 MB at
+//    B=1, H=32, S=4096, D=128; 128 MB at S=8192) past the L2 and reads them several times. Measured
+//    (tools/attn_ceiling, H200, session 22): 343-348 -> 364-374 TFLOP/s at S = 4096 / 8192, D = 128;
+//    causal lost 13% to it (its last wave is no longer the lightest tiles), so causal keeps the other.
+__host__ __device__ __forceinline__ void tile_of(int t, int nqt, int BH, bool head_major, int& qt, int& bh) {
+  qt = nqt - 1 - (head_major ? t % nqt : t / BH);
+  bh = head_major ? t / nqt : t % BH;
+}
 
 // Chunk c of row r lives at chunk c ^ (r & 7).
 __device__ __forceinline__ int swz(int r, int c) { return c ^ (r & 7); }
@@ -131,9 +146,8 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     nsplit = p.splits;
   }
   const int BH = p.B * p.Hq;
-  // Tile order: heaviest (last) query tiles first (probe bit 4: head by head, heaviest first in each).
-  const int qt = p.nqt - 1 - (C::HEAD_MAJOR ? t % p.nqt : t / BH);
-  const int bh = C::HEAD_MAJOR ? t / p.nqt : t % BH;
+  int qt, bh;
+  tile_of(t, p.nqt, BH, p.head_major != 0, qt, bh);
   const int b = bh / p.Hq, hq = bh % p.Hq, hkv = hq / p.group;
   const int q0 = qt * BM;
   const int off = p.Skv - p.Sq;
@@ -427,6 +441,25 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
       }
     }
   }
+}
+
+// One block per query tile, every tile's whole KV range (rung 02; tools/attn_ceiling): the
+// launch of flash_mma_kernel<C> with no split. head_major: tile_of's order (rung 02: non-causal).
+template <class C>
+void launch_whole_tiles(const AttentionArgs& a, cudaStream_t s, bool head_major) {
+  attention_smem_optin(reinterpret_cast<const void*>(flash_mma_kernel<C>), C::SMEM);
+  Params p{};
+  p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
+  p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
+  p.causal = a.causal ? 1 : 0;
+  p.sl2 = attention_scale_log2(a);
+  p.nqt = (a.Sq + C::BM - 1) / C::BM;
+  p.head_major = head_major ? 1 : 0;
+  const long long tiles = static_cast<long long>(p.nqt) * a.B * a.Hq;
+  p.full_blocks = static_cast<int>(tiles);  // every tile whole: no split, no workspace
+  p.splits = 1;
+  flash_mma_kernel<C><<<static_cast<unsigned>(tiles), C::THREADS, C::SMEM, s>>>(p);
+  KL_CHECK_LAUNCH();
 }
 
 }  // namespace flash
