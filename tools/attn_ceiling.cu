@@ -34,15 +34,15 @@ namespace {
 using namespace kl;
 using namespace kl::bench;
 
-template <int D, int PROBE>
-using CfgP = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, PROBE>;  // rung 02's Cfg02<D> at PROBE 0
+template <int D, bool HM, int PROBE>
+using CfgP = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM, PROBE>;  // rung 02's Cfg02<D, HM> at PROBE 0
 
-// order: the rung's tile order (head-major when non-causal, flash::tile_of) or, with `other`, the other.
+// The rung's tile order (head-major when non-causal, flash::tile_of) or, with OTHER, the other one.
 template <int PROBE, bool OTHER = false>
 void launch_d(const AttentionArgs& a, cudaStream_t s) {
-  const bool head_major = OTHER ? a.causal : !a.causal;
-  if (a.D == 64) flash::launch_whole_tiles<CfgP<64, PROBE>>(a, s, head_major);
-  else flash::launch_whole_tiles<CfgP<128, PROBE>>(a, s, head_major);
+  const bool hm = OTHER ? a.causal : !a.causal;
+  if (a.D == 64) hm ? flash::launch_whole_tiles<CfgP<64, true, PROBE>>(a, s) : flash::launch_whole_tiles<CfgP<64, false, PROBE>>(a, s);
+  else hm ? flash::launch_whole_tiles<CfgP<128, true, PROBE>>(a, s) : flash::launch_whole_tiles<CfgP<128, false, PROBE>>(a, s);
 }
 
 int run(int argc, char** argv) {

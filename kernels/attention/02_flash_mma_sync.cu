@@ -41,8 +41,15 @@ namespace {
 
 // 4 warps x 2 m-tiles = 128 query rows, 64-key tiles; D = 128: 2-stage ring, 96 KB, 2 blocks/SM
 // (255 registers each); D = 64: 3 stages, 64 KB.
+// HM: non-causal tiles head by head (their K/V stay in L2), causal heaviest first (flash::tile_of).
+template <int D, bool HM = false>
+using Cfg02 = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM>;
+
 template <int D>
-using Cfg02 = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2>;
+void launch02(const AttentionArgs& a, cudaStream_t s) {
+  if (a.causal) flash::launch_whole_tiles<Cfg02<D, false>>(a, s);
+  else flash::launch_whole_tiles<Cfg02<D, true>>(a, s);
+}
 
 }  // namespace
 
@@ -57,9 +64,8 @@ std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d) {
 }
 
 void attn02_launch(const AttentionArgs& a, cudaStream_t s) {
-  // Non-causal tiles head by head (K/V stay in L2), causal heaviest first (flash::tile_of).
-  if (a.D == 64) flash::launch_whole_tiles<Cfg02<64>>(a, s, !a.causal);
-  else flash::launch_whole_tiles<Cfg02<128>>(a, s, !a.causal);
+  if (a.D == 64) launch02<64>(a, s);
+  else launch02<128>(a, s);
 }
 
 }  // namespace kl

@@ -184,10 +184,11 @@ struct Plan {
 
 // Prefill tiles: rung 02's 128-row tile (4 warps x 2 m-tiles), and a 64-row tile (4 warps x 1
 // m-tile, Q in registers) for Sq <= 64; both 2 blocks/SM.
-template <int D>
-using PBig = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2>;
-template <int D>
-using PSmall = flash::Cfg<D, 4, 1, 64, 3, 2>;
+// HM: flash::tile_of's order, head-major for non-causal launches (their K/V stay in L2).
+template <int D, bool HM = false>
+using PBig = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM>;
+template <int D, bool HM = false>
+using PSmall = flash::Cfg<D, 4, 1, 64, 3, 2, HM>;
 
 int prefill_smem(int D, bool small) {
   if (D == 64) return small ? PSmall<64>::SMEM : PBig<64>::SMEM;
@@ -263,7 +264,6 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   p.causal = a.causal ? 1 : 0;
   p.sl2 = attention_scale_log2(a);
   p.nqt = pl.nqt;
-  p.head_major = a.causal ? 0 : 1;  // flash::tile_of
   p.full_blocks = pl.full_blocks;
   p.splits = pl.splits;
   const long long tail = pl.tiles - pl.full_blocks;
@@ -275,7 +275,7 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   flash::flash_mma_kernel<C><<<static_cast<unsigned>(blocks), C::THREADS, C::SMEM, st>>>(p);
   KL_CHECK_LAUNCH();
   if (tail > 0) {
-    TailMap map{a.O, a.B, a.Hq, a.Sq, pl.nqt, C::BM, pl.full_blocks, D, p.head_major};
+    TailMap map{a.O, a.B, a.Hq, a.Sq, pl.nqt, C::BM, pl.full_blocks, D, C::HEAD_MAJOR};
     flash::launch_combine<D>(p.ws_o, p.ws_lse, C::BM, pl.splits, tail * C::BM, map,
                              device_info().cc() >= 90, st);
   }
@@ -306,11 +306,11 @@ void attn03_launch(const AttentionArgs& a, cudaStream_t s) {
     if (a.D == 64) run_decode<64, kDecodeStages>(a, pl, s);
     else run_decode<128, kDecodeStages>(a, pl, s);
   } else if (pl.small) {
-    if (a.D == 64) run_prefill<PSmall<64>>(a, pl, s);
-    else run_prefill<PSmall<128>>(a, pl, s);
+    if (a.D == 64) a.causal ? run_prefill<PSmall<64>>(a, pl, s) : run_prefill<PSmall<64, true>>(a, pl, s);
+    else a.causal ? run_prefill<PSmall<128>>(a, pl, s) : run_prefill<PSmall<128, true>>(a, pl, s);
   } else {
-    if (a.D == 64) run_prefill<PBig<64>>(a, pl, s);
-    else run_prefill<PBig<128>>(a, pl, s);
+    if (a.D == 64) a.causal ? run_prefill<PBig<64>>(a, pl, s) : run_prefill<PBig<64, true>>(a, pl, s);
+    else a.causal ? run_prefill<PBig<128>>(a, pl, s) : run_prefill<PBig<128, true>>(a, pl, s);
   }
 }
 
