@@ -31,6 +31,7 @@
 // Each compute loop also reads %globaltimer and clock64 on one SM at its start and end, so the
 // JSON row carries the SM clock the loop actually ran at (clock_mhz), beside the NVML sample.
 // Run: build/bench_peak [--out results/h200/peak.jsonl] [--iters N] [--quick: 10 iterations, 64 MiB copies]
+//      build/bench_peak --shape bytes=16777216 [--shape ...]   read_stream at those sizes + launch_empty
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -312,15 +313,47 @@ int main(int argc, char** argv) {
                   "fp32_fma, fp32_ffma_16x8_lds, copy_memcpy, copy_kernel, read_stream, launch_empty\n");
       return 0;
     }
-    if (!o.shapes.empty() || o.variant != "all" || !o.dtypes.empty())
-      throw BadArgument("bench_peak takes no --shape, --variant or --dtype");
+    if (o.variant != "all" || !o.dtypes.empty())
+      throw BadArgument("bench_peak takes no --variant or --dtype");
     const DeviceInfo& d = device_info();
     print_banner(d);
     Reporter rep(o, d);
     Stream s;
-    DeviceBuffer sink(sizeof(float)), probe(sizeof(ClockProbe));
     Options po = o;
     if (o.quick) po.iters = std::min(o.iters, 10);
+    if (!o.shapes.empty()) {
+      // --shape bytes=N: only read_stream over N bytes (a multiple of 16), rotated over enough
+      // buffers that every launch reads DRAM (the decode benches' rule), and launch_empty: the
+      // floor of a decode step that must read N bytes, in the harness's single and graph timing.
+      for (const std::string& str : o.shapes) {
+        const Shape sh = parse_shape(str, {"bytes"});
+        const long long n = sh["bytes"];
+        KL_REQUIRE(n >= 16 && n % 16 == 0 && n <= (1LL << 34), "bench_peak --shape bytes=N: N in 16..2^34, a multiple of 16 (got " << str << ")");
+        const size_t bytes = static_cast<size_t>(n);
+        const int copies = rotation_copies(bytes, d, o.no_rotate);
+        DeviceBuffer a(bytes * copies);
+        fill_uniform(a.ptr, bytes * copies / 4, DType::f32, run_seed(o), -1.f, 1.f, s);
+        const int blocks = d.sms * 8, threads = 256;
+        DeviceBuffer folds(static_cast<size_t>(blocks) * threads / 32 * 16);
+        Row r = peak_row("read_stream", "kl", "f32", sh);
+        r.t = time_launches([&](int i) {
+          const uint4* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.ptr) + bytes * (i % copies));
+          read16_kernel<<<blocks, threads, 0, s>>>(src, bytes / 16, folds.as<uint4>());
+          KL_CHECK_LAUNCH();
+        }, po, s, /*force_graph=*/true);
+        r.bytes = static_cast<double>(bytes);
+        r.copies = copies;
+        rep.emit(r);
+      }
+      Row e = peak_row("launch_empty", "kl", "f32", Shape{{{"blocks", d.sms}, {"threads", 128}}});
+      e.t = time_launches([&](int) {
+        empty_kernel<<<d.sms, 128, 0, s>>>();
+        KL_CHECK_LAUNCH();
+      }, po, s, /*force_graph=*/true);
+      rep.emit(e);
+      return rep.finish();
+    }
+    DeviceBuffer sink(sizeof(float)), probe(sizeof(ClockProbe));
 
     auto compute_row = [&](const char* op, const char* dtype, int blocks, int threads, int iters,
                            double flops_per_launch, auto kernel, int smem = 0) {
