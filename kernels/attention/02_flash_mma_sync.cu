@@ -33,6 +33,14 @@
 // A/B -2.4% / -3.8% time at S=4096 non-causal / causal): full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl,
 // NVML MHz in brackets) S=4096 D=128 328.3 [1965] / 345.8 [1965] TFLOP/s causal / non-causal, S=8192
 // 344.2 / 344.9, D=64 S=4096 non-causal 291.1 [1980] (D = 64 keeps the max-based softmax).
+// Session 22 (docs/attention.md "Session 22"): non-causal launches number the query tiles head by
+// head (flash::tile_of, Cfg's HEAD_MAJOR), so the blocks resident at once share a few heads' K/V in
+// L2; the compile-time order also let ptxas drop the 8-byte spill the D = 128 kernel keeps inside its
+// KV loop. Measured (H200, results/h200/dev/s22/call4_attn_p1.jsonl, b32ba5c): non-causal D = 128
+// 366.7 / 368.6 / 371.0 TFLOP/s at S = 4096 / 8192 / 16384 (was 344.9 / 347.8 / 350.1 in ca64a51's
+// tables), 1.04x / 1.05x / 1.06x the same call's flash; causal and D = 64 unchanged. The kernel with
+// its softmax compiled out (tools/attn_ceiling) runs 434-444: issue 7's 1.2x flash non-causal
+// (421-423) is 95-97% of that.
 #include "attention/attention_internal.h"
 #include "attention/flash_mma.cuh"
 

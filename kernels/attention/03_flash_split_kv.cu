@@ -45,7 +45,9 @@
 // 16.9k of 23.7k). r2 also halved the S = Q K^T mma chain and skips the O rescale when no row max
 // moved (not measured alone). PDL on the decode kernel: graph 15.1 -> 14.3 us there (r1 build,
 // nopdl_r1.jsonl vs dec_r1.jsonl).
-// Prefill: see rung 02 (same kernel).
+// Prefill: see rung 02 (same kernel; since session 22 non-causal tiles head by head, the tail map
+// of the split tiles in the same order: call 4, S = 4096 / 8192 / 16384 366.5 / 371.5 / 368.4 TFLOP/s
+// non-causal D = 128, was 342.5 / 349.7 / 344.7).
 // Since 9dd5fcb (the stale-max softmax of flash_mma.cuh at D = 128, docs/attention.md log item 12):
 // full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
 // causal / non-causal, S=8192 340.4 / 345.0; decode unchanged (55% of copy at 16.8 MB, 80% at 67 MB,

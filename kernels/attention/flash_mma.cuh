@@ -96,8 +96,9 @@ struct Cfg {
 //    one head in a row, so the blocks resident at once read the K/V of a few heads (GQA: of fewer
 //    still) and those stay in L2; query-tile-major order streams all heads' K/V at once (64 MB at
 //    B=1, H=32, S=4096, D=128; 128 MB at S=8192) past the L2 and reads them several times. Measured
-//    (tools/attn_ceiling, H200, session 22): 343-348 -> 364-374 TFLOP/s at S = 4096 / 8192, D = 128;
-//    causal lost 13% to it (its last wave is no longer the lightest tiles), so causal keeps the other.
+//    (H200, session 22, docs/attention.md "Session 22"): rung 02 non-causal D = 128 344.9 -> 366.7
+//    TFLOP/s at S = 4096, 347.8 -> 368.6 at 8192; causal lost 2-15% to it (its last wave is no
+//    longer the lightest tiles), so causal keeps the other order.
 __host__ __device__ __forceinline__ void tile_of(int t, int nqt, int BH, bool head_major, int& qt, int& bh) {
   qt = nqt - 1 - (head_major ? t % nqt : t / BH);
   bh = head_major ? t / nqt : t % BH;
