@@ -321,6 +321,15 @@ int main(int argc, char** argv) {
     Stream s;
     Options po = o;
     if (o.quick) po.iters = std::min(o.iters, 10);
+    // An empty launch: single (event pair per launch, as every row) and back to back (graph).
+    auto emit_empty_launch = [&] {
+      Row r = peak_row("launch_empty", "kl", "f32", Shape{{{"blocks", d.sms}, {"threads", 128}}});
+      r.t = time_launches([&](int) {
+        empty_kernel<<<d.sms, 128, 0, s>>>();
+        KL_CHECK_LAUNCH();
+      }, po, s, /*force_graph=*/true);
+      rep.emit(r);
+    };
     if (!o.shapes.empty()) {
       // --shape bytes=N: only read_stream over N bytes (a multiple of 16), rotated over enough
       // buffers that every launch reads DRAM (the decode benches' rule), and launch_empty: the
@@ -345,12 +354,7 @@ int main(int argc, char** argv) {
         r.copies = copies;
         rep.emit(r);
       }
-      Row e = peak_row("launch_empty", "kl", "f32", Shape{{{"blocks", d.sms}, {"threads", 128}}});
-      e.t = time_launches([&](int) {
-        empty_kernel<<<d.sms, 128, 0, s>>>();
-        KL_CHECK_LAUNCH();
-      }, po, s, /*force_graph=*/true);
-      rep.emit(e);
+      emit_empty_launch();
       return rep.finish();
     }
     DeviceBuffer sink(sizeof(float)), probe(sizeof(ClockProbe));
@@ -523,14 +527,7 @@ int main(int argc, char** argv) {
         rep.emit(rr);
       }
     }
-    {  // An empty launch: single (event pair per launch, as every row) and back to back (graph).
-      Row r = peak_row("launch_empty", "kl", "f32", Shape{{{"blocks", d.sms}, {"threads", 128}}});
-      r.t = time_launches([&](int) {
-        empty_kernel<<<d.sms, 128, 0, s>>>();
-        KL_CHECK_LAUNCH();
-      }, po, s, /*force_graph=*/true);
-      rep.emit(r);
-    }
+    emit_empty_launch();
     return rep.finish();
   });
 }
