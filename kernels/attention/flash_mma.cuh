@@ -120,7 +120,12 @@ __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bf
   // swizzled smem offset only moves by an immediate.
   const int r0 = tid / CH, c = tid % CH;
   __nv_bfloat16* dst = sm + r0 * D + swz(r0, c) * 8;
-  const __nv_bfloat16* src = g + static_cast<long long>(r0) * D + c * 8;
+  // The thread's element offset, made opaque here so that the compiler adds it to the (block-
+  // uniform) tile base on every call instead of keeping a 64-bit per-thread pointer per operand live
+  // across the KV loop (at D = 128 that pair was what the causal kernel spilled).
+  int off = r0 * D + c * 8;
+  asm volatile("" : "+r"(off));
+  const __nv_bfloat16* src = g + off;
 #pragma unroll
   for (int i = 0; i < ROWS / RSTEP; ++i) {
     const bool ok = r0 + i * RSTEP < valid;
