@@ -22,7 +22,7 @@
 //   fp32_fma       8 independent FMA chains per thread, 2048 threads per SM
 //   copy_memcpy    cudaMemcpy device-to-device of 1 GiB, counting bytes read + written
 //   copy_kernel    a grid-stride copy with 16-byte loads, 4 in flight per thread
-//   read_stream    a grid-stride read of 1 GiB with 16-byte loads, 8 in flight per thread, XOR-folded
+//   read_stream    a grid-stride read of 1 GiB with 16-byte loads, 8 per round per thread, XOR-folded
 //                  (checked against the host's fold of the same bytes): the read-only DRAM rate a
 //                  decode stream (bf16 GEMM, attention) can reach at best; bytes = bytes read
 //   launch_empty   a kernel that does nothing, one 128-thread block per SM: what a launch costs by
@@ -218,21 +218,24 @@ __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__
   for (; i < n; i += stride) dst[i] = src[i];
 }
 
-// 16-byte loads, 8 in flight per thread, folded by XOR (no load can be dropped: every word reaches
-// the result); each warp's fold goes to out[global warp index].
+// 16-byte loads, 8 per round per thread (ptxas issues them as two groups of 4: 128 KB in flight per
+// SM at 2048 threads), folded by XOR (no load can be dropped: every word reaches the result); each
+// warp's fold goes to out[global warp index]. The last, partial round is predicated, not a scalar
+// tail loop: with fewer than 8 elements per thread (16.8 MB over 132 x 8 x 256 threads is ~4) a
+// scalar loop waited for each load before issuing the next (session 22's first version, whose
+// floors at 16.8-90 MB were therefore too slow; review finding).
 __global__ void read16_kernel(const uint4* __restrict__ src, size_t n, uint4* __restrict__ out) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   uint4 acc = make_uint4(0, 0, 0, 0);
-  auto fold = [&](const uint4& v) { acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w; };
-  for (; i + 7 * stride < n; i += 8 * stride) {
+  for (; i < n; i += 8 * stride) {
     uint4 v[8];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = src[i + j * stride];  // 8 independent loads first
+    for (int j = 0; j < 8; ++j)  // 8 independent loads first
+      v[j] = i + j * stride < n ? src[i + j * stride] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) fold(v[j]);
+    for (int j = 0; j < 8; ++j) acc.x ^= v[j].x, acc.y ^= v[j].y, acc.z ^= v[j].z, acc.w ^= v[j].w;
   }
-  for (; i < n; i += stride) fold(src[i]);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     acc.x ^= __shfl_xor_sync(0xffffffffu, acc.x, o);
@@ -306,7 +309,7 @@ Row peak_row(const char* op, const char* impl, const char* dtype, Shape shape) {
 
 int main(int argc, char** argv) {
   return guarded_main([&] {
-    Options o = parse_cli(argc, argv, "bench_peak", "ignored (the peaks have fixed shapes)");
+    Options o = parse_cli(argc, argv, "bench_peak", "bytes=N: only read_stream over N bytes (rotated past the L2) and launch_empty");
     if (o.list) {
       std::printf("bench_peak: mma_sync_bf16, mma_sync_64x64_regs, mma_sync_64x64_ldsm, mma_sync_64x64_ldsm_bar, "
                   "mma_sync_64x64_pipe_l2, wgmma_bf16 (sm_90a), "
@@ -330,6 +333,38 @@ int main(int argc, char** argv) {
       }, po, s, /*force_graph=*/true);
       rep.emit(r);
     };
+    // read_stream over `bytes` bytes at each of `copies` consecutive buffers from `base` (launch i
+    // reads buffer i % copies), timed (back to back too with `graph`); then one launch over buffer 0
+    // whose XOR fold is checked against the host's fold of the same bytes.
+    auto read_row = [&](Shape sh, const void* base, size_t bytes, int copies, const Options& ro, bool graph) {
+      const int blocks = d.sms * 8, threads = 256, warps = blocks * threads / 32;
+      DeviceBuffer folds(static_cast<size_t>(warps) * 16);
+      auto launch = [&](int i) {
+        const uint4* src = reinterpret_cast<const uint4*>(static_cast<const char*>(base) + bytes * (i % copies));
+        read16_kernel<<<blocks, threads, 0, s>>>(src, bytes / 16, folds.as<uint4>());
+        KL_CHECK_LAUNCH();
+      };
+      Row r = peak_row("read_stream", "kl", "f32", std::move(sh));
+      r.t = time_launches(launch, ro, s, graph);
+      r.bytes = static_cast<double>(bytes);
+      r.copies = copies;
+      r.l2_resident = is_l2_resident(bytes, copies, d);
+      launch(0);
+      KL_CHECK(cudaStreamSynchronize(s));
+      std::vector<uint32_t> hw(bytes / 4), hf(static_cast<size_t>(warps) * 4);
+      KL_CHECK(cudaMemcpy(hw.data(), base, bytes, cudaMemcpyDeviceToHost));
+      KL_CHECK(cudaMemcpy(hf.data(), folds.ptr, hf.size() * 4, cudaMemcpyDeviceToHost));
+      uint32_t want[4] = {0, 0, 0, 0}, got[4] = {0, 0, 0, 0};
+      for (size_t i = 0; i < hw.size(); ++i) want[i & 3] ^= hw[i];
+      for (size_t i = 0; i < hf.size(); ++i) got[i & 3] ^= hf[i];
+      r.validated = true;
+      r.tol = Tolerance{0, 0, 0};
+      r.err.n = 4;
+      for (int j = 0; j < 4; ++j) r.err.bad += want[j] != got[j];
+      r.err.ok = r.err.bad == 0;
+      if (!r.err.ok) rep.fail(r, "read kernel's XOR fold differs from the host's fold of the same bytes");
+      else rep.emit(r);
+    };
     if (!o.shapes.empty()) {
       // --shape bytes=N: only read_stream over N bytes (a multiple of 16), rotated over enough
       // buffers that every launch reads DRAM (the decode benches' rule), and launch_empty: the
@@ -342,17 +377,7 @@ int main(int argc, char** argv) {
         const int copies = rotation_copies(bytes, d, o.no_rotate);
         DeviceBuffer a(bytes * copies);
         fill_uniform(a.ptr, bytes * copies / 4, DType::f32, run_seed(o), -1.f, 1.f, s);
-        const int blocks = d.sms * 8, threads = 256;
-        DeviceBuffer folds(static_cast<size_t>(blocks) * threads / 32 * 16);
-        Row r = peak_row("read_stream", "kl", "f32", sh);
-        r.t = time_launches([&](int i) {
-          const uint4* src = reinterpret_cast<const uint4*>(static_cast<const char*>(a.ptr) + bytes * (i % copies));
-          read16_kernel<<<blocks, threads, 0, s>>>(src, bytes / 16, folds.as<uint4>());
-          KL_CHECK_LAUNCH();
-        }, po, s, /*force_graph=*/true);
-        r.bytes = static_cast<double>(bytes);
-        r.copies = copies;
-        rep.emit(r);
+        read_row(sh, a.ptr, bytes, copies, po, /*graph=*/true);
       }
       emit_empty_launch();
       return rep.finish();
@@ -501,31 +526,7 @@ int main(int argc, char** argv) {
         rep.emit(k);
       }
       // Read only: the same 1 GiB, folded by XOR; the fold is checked against the host's.
-      const int rthreads = 256, rwarps = blocks * rthreads / 32;
-      DeviceBuffer folds(static_cast<size_t>(rwarps) * 16);
-      Row rr = peak_row("read_stream", "kl", "f32", sh);
-      rr.t = time_launches([&](int) {
-        read16_kernel<<<blocks, rthreads, 0, s>>>(a.as<uint4>(), bytes / 16, folds.as<uint4>());
-        KL_CHECK_LAUNCH();
-      }, co, s);
-      rr.bytes = static_cast<double>(bytes);
-      KL_CHECK(cudaStreamSynchronize(s));
-      std::vector<uint32_t> hw(bytes / 4), hf(static_cast<size_t>(rwarps) * 4);
-      KL_CHECK(cudaMemcpy(hw.data(), a.ptr, bytes, cudaMemcpyDeviceToHost));
-      KL_CHECK(cudaMemcpy(hf.data(), folds.ptr, hf.size() * 4, cudaMemcpyDeviceToHost));
-      uint32_t want[4] = {0, 0, 0, 0}, got[4] = {0, 0, 0, 0};
-      for (size_t i = 0; i < hw.size(); ++i) want[i & 3] ^= hw[i];
-      for (size_t i = 0; i < hf.size(); ++i) got[i & 3] ^= hf[i];
-      rr.validated = true;
-      rr.tol = Tolerance{0, 0, 0};
-      rr.err.n = 4;
-      for (int j = 0; j < 4; ++j) rr.err.bad += want[j] != got[j];
-      rr.err.ok = rr.err.bad == 0;
-      if (!rr.err.ok) {
-        rep.fail(rr, "read kernel's XOR fold differs from the host's fold of the same bytes");
-      } else {
-        rep.emit(rr);
-      }
+      read_row(sh, a.ptr, bytes, 1, co, /*graph=*/false);
     }
     emit_empty_launch();
     return rep.finish();

@@ -109,7 +109,8 @@ __device__ __forceinline__ int swz(int r, int c) { return c ^ (r & 7); }
 
 // ROWS x D bf16 tile from global rows [0, valid) (row stride D) into swizzled smem; rows >= valid
 // are zero-filled by cp.async (no global read).
-template <int ROWS, int D, int THREADS>
+// OPAQUE: see below (the causal D = 128 kernel only).
+template <int ROWS, int D, int THREADS, bool OPAQUE = false>
 __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bfloat16* g, int valid,
                                                 int tid) {
   constexpr int CH = D / 8;
@@ -120,12 +121,19 @@ __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bf
   // swizzled smem offset only moves by an immediate.
   const int r0 = tid / CH, c = tid % CH;
   __nv_bfloat16* dst = sm + r0 * D + swz(r0, c) * 8;
-  // The thread's element offset, made opaque here so that the compiler adds it to the (block-
-  // uniform) tile base on every call instead of keeping a 64-bit per-thread pointer per operand live
-  // across the KV loop (at D = 128 that pair was what the causal kernel spilled).
-  int off = r0 * D + c * 8;
-  asm volatile("" : "+r"(off));
-  const __nv_bfloat16* src = g + off;
+  // OPAQUE: the thread's element offset is hidden from the optimizer here, so it is added to the
+  // (block-uniform) tile base on every call instead of a 64-bit per-thread pointer per operand being
+  // kept live across the KV loop. The causal D = 128 kernel spilled such a pointer inside its loop
+  // (8 bytes; STL before the loop, LDL after its barrier); with OPAQUE it does not, and measured
+  // +2-4% (session 22, call 6). The other kernels had no spill and measured 0.4-3% slower with it.
+  const __nv_bfloat16* src;
+  if constexpr (OPAQUE) {
+    int off = r0 * D + c * 8;
+    asm volatile("" : "+r"(off));
+    src = g + off;
+  } else {
+    src = g + static_cast<long long>(r0) * D + c * 8;
+  }
 #pragma unroll
   for (int i = 0; i < ROWS / RSTEP; ++i) {
     const bool ok = r0 + i * RSTEP < valid;
@@ -137,6 +145,8 @@ template <class C>
 __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p) {
   constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, THREADS = C::THREADS;
   constexpr int MT = C::MT, WROWS = C::WROWS;
+  // load_rows_async's OPAQUE: only where the allocation spilled without it (causal, D = 128, MT = 2).
+  constexpr bool kOpaque = D == 128 && MT == 2 && !C::HEAD_MAJOR;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);
   __nv_bfloat16* KVs = Qs + BM * D;  // stage st: K at st*2*KV_ELEMS, V right after
@@ -174,13 +184,13 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
   auto load_kv = [&](int n, int st) {
     __nv_bfloat16* ks = KVs + st * 2 * C::KV_ELEMS;
     const int valid = min(BN, p.Skv - n * BN);  // ragged last tile: zero-filled rows
-    load_rows_async<BN, D, THREADS>(ks, Kg + static_cast<long long>(n) * BN * D, valid, tid);
-    load_rows_async<BN, D, THREADS>(ks + C::KV_ELEMS, Vg + static_cast<long long>(n) * BN * D, valid, tid);
+    load_rows_async<BN, D, THREADS, kOpaque>(ks, Kg + static_cast<long long>(n) * BN * D, valid, tid);
+    load_rows_async<BN, D, THREADS, kOpaque>(ks + C::KV_ELEMS, Vg + static_cast<long long>(n) * BN * D, valid, tid);
   };
 
   // ---- prologue: Q (group 0), then KV tiles n_begin .. n_begin+STAGES-2 (one group each, empty
   // groups committed too so the wait counts below stay uniform).
-  load_rows_async<BM, D, THREADS>(Qs, Qg, p.Sq - q0, tid);
+  load_rows_async<BM, D, THREADS, kOpaque>(Qs, Qg, p.Sq - q0, tid);
   cp_async_commit();
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
