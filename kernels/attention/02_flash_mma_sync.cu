@@ -38,9 +38,10 @@
 // L2; the compile-time order also let ptxas drop the 8-byte spill the D = 128 kernel keeps inside its
 // KV loop. Measured (H200, results/h200/dev/s22/call4_attn_p1.jsonl, b32ba5c): non-causal D = 128
 // 366.7 / 368.6 / 371.0 TFLOP/s at S = 4096 / 8192 / 16384 (was 344.9 / 347.8 / 350.1 in ca64a51's
-// tables), 1.04x / 1.05x / 1.06x the same call's flash; causal and D = 64 unchanged. The kernel with
-// its softmax compiled out (tools/attn_ceiling) runs 434-444: issue 7's 1.2x flash non-causal
-// (421-423) is 95-97% of that.
+// tables), 1.04x / 1.05x / 1.06x the same call's flash; D = 64 within 2%. The kernel with its
+// softmax compiled out (tools/attn_ceiling) runs 434-444: issue 7's 1.2x flash non-causal (421-423)
+// is 95-97% of that. Causal D = 128 (flash_mma.cuh's kOpaque: the loop's 8-byte spill gone; call 6,
+// 2895f67): 325.0 -> 332.1 TFLOP/s at S = 4096 (1.22x flash), 344.8 -> 355.7 at 8192 (1.11x).
 #include "attention/attention_internal.h"
 #include "attention/flash_mma.cuh"
 

@@ -47,7 +47,8 @@
 // nopdl_r1.jsonl vs dec_r1.jsonl).
 // Prefill: see rung 02 (same kernel; since session 22 non-causal tiles head by head, the tail map
 // of the split tiles in the same order: call 4, S = 4096 / 8192 / 16384 366.5 / 371.5 / 368.4 TFLOP/s
-// non-causal D = 128, was 342.5 / 349.7 / 344.7).
+// non-causal D = 128, was 342.5 / 349.7 / 344.7; causal D = 128 without the loop's spill, call 6:
+// 325.7 -> 338.1 at S = 4096, 339.3 -> 352.5 at 8192).
 // Since 9dd5fcb (the stale-max softmax of flash_mma.cuh at D = 128, docs/attention.md log item 12):
 // full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
 // causal / non-causal, S=8192 340.4 / 345.0; decode unchanged (55% of copy at 16.8 MB, 80% at 67 MB,
