@@ -318,6 +318,15 @@ int main(int argc, char** argv) {
     }
     if (o.variant != "all" || !o.dtypes.empty())
       throw BadArgument("bench_peak takes no --variant or --dtype");
+    // --shape bytes=N, checked before the device is touched.
+    std::vector<std::pair<Shape, size_t>> read_sizes;
+    for (const std::string& str : o.shapes) {
+      Shape sh = parse_shape(str, {"bytes"});
+      const long long n = sh["bytes"];
+      KL_REQUIRE(n >= 16 && n % 16 == 0 && n <= (1LL << 34),
+                 "bench_peak --shape bytes=N: N in 16..2^34, a multiple of 16 (got " << str << ")");
+      read_sizes.emplace_back(std::move(sh), static_cast<size_t>(n));
+    }
     const DeviceInfo& d = device_info();
     print_banner(d);
     Reporter rep(o, d);
@@ -365,15 +374,11 @@ int main(int argc, char** argv) {
       if (!r.err.ok) rep.fail(r, "read kernel's XOR fold differs from the host's fold of the same bytes");
       else rep.emit(r);
     };
-    if (!o.shapes.empty()) {
+    if (!read_sizes.empty()) {
       // --shape bytes=N: only read_stream over N bytes (a multiple of 16), rotated over enough
       // buffers that every launch reads DRAM (the decode benches' rule), and launch_empty: the
       // floor of a decode step that must read N bytes, in the harness's single and graph timing.
-      for (const std::string& str : o.shapes) {
-        const Shape sh = parse_shape(str, {"bytes"});
-        const long long n = sh["bytes"];
-        KL_REQUIRE(n >= 16 && n % 16 == 0 && n <= (1LL << 34), "bench_peak --shape bytes=N: N in 16..2^34, a multiple of 16 (got " << str << ")");
-        const size_t bytes = static_cast<size_t>(n);
+      for (const auto& [sh, bytes] : read_sizes) {
         const int copies = rotation_copies(bytes, d, o.no_rotate);
         DeviceBuffer a(bytes * copies);
         fill_uniform(a.ptr, bytes * copies / 4, DType::f32, run_seed(o), -1.f, 1.f, s);

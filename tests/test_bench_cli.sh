@@ -76,7 +76,12 @@ for bin in "${bins[@]}"; do
   expect "$bin" 2 "--dtype unknown" --dtype f64
   expect "$bin" 2 "--list with a value" --list=yes
   if [ "$fam" = peak ]; then
-    expect "$bin" 2 "--shape (peak takes none)" --shape 4096
+    # peak's only shape is bytes=N (the read floor): N a multiple of 16 in 16..2^34
+    expect "$bin" 2 "--shape bytes not a multiple of 16" --shape bytes=17
+    expect "$bin" 2 "--shape bytes too small" --shape bytes=0
+    expect "$bin" 2 "--shape bytes too large" --shape bytes=34359738384
+    expect "$bin" 2 "--shape unknown dim" --shape nope=3
+    expect "$bin" 2 "--shape not a number" --shape abc
     expect "$bin" 2 "--variant (peak takes none)" --variant 0
     continue
   fi
