@@ -47,22 +47,29 @@ void launch_d(const AttentionArgs& a, cudaStream_t s) {
 
 int run(int argc, char** argv) {
   Options o = parse_cli(argc, argv, "attn_ceiling", "B=..,H=..,S=..,D=..,causal=0|1 (Sq = Skv = S, Hq = Hkv = H)");
-  const DeviceInfo& dev = device_info();
-  KL_REQUIRE(dev.cc_major * 10 + dev.cc_minor >= 80, "attn_ceiling: needs compute capability 8.0+");
-  print_banner(dev);
-  Reporter rep(o, dev);
-  Stream stream;
   const std::vector<std::string> dims = {"B", "H", "S", "D", "causal"};
   std::vector<std::string> shapes = o.shapes;
   if (shapes.empty())
     for (const char* s : {"4096", "8192"})
       for (const char* c : {"0", "1"})
         shapes.push_back(std::string("B=1,H=32,S=") + s + ",D=128,causal=" + c);
+  // Every shape checked before the device is touched.
   for (const std::string& str : shapes) {
     const Shape sh = parse_shape(str, dims);
     const long long B = sh["B"], H = sh["H"], S = sh["S"], D = sh["D"], causal = sh["causal"];
     KL_REQUIRE(B >= 1 && H >= 1 && S >= 1 && (D == 64 || D == 128) && (causal == 0 || causal == 1),
                "attn_ceiling: shape " << str << ": B, H, S >= 1, D 64 or 128, causal 0 or 1");
+    KL_REQUIRE(B * H <= 65535 && S <= (1 << 24) && B * H * S * D <= (1LL << 31),
+               "attn_ceiling: shape " << str << ": B * H <= 65535, S <= 2^24, B * H * S * D <= 2^31");
+  }
+  const DeviceInfo& dev = device_info();
+  KL_REQUIRE(dev.cc_major * 10 + dev.cc_minor >= 80, "attn_ceiling: needs compute capability 8.0+");
+  print_banner(dev);
+  Reporter rep(o, dev);
+  Stream stream;
+  for (const std::string& str : shapes) {
+    const Shape sh = parse_shape(str, dims);
+    const long long B = sh["B"], H = sh["H"], S = sh["S"], D = sh["D"], causal = sh["causal"];
     const size_t n = static_cast<size_t>(B * H * S * D);
     DeviceBuffer q(2 * n), k(2 * n), v(2 * n), out(2 * n);
     const uint64_t seed = run_seed(o);
@@ -113,7 +120,7 @@ int run(int argc, char** argv) {
     const char* other = causal ? "full_head_major" : "full_qtile_major";
     if (o_other != o_ref) {
       Row r;
-      r.family = "attention_probe"; r.op = "prefill"; r.variant = 4; r.variant_name = other;
+      r.family = "attention_probe"; r.op = "prefill"; r.impl = "kl"; r.variant = 4; r.variant_name = other;
       r.dtype = "bf16"; r.shape = sh;
       rep.fail(r, "the other tile order changed O (it must only reorder whole tiles)");
     } else {
