@@ -137,7 +137,12 @@ TEST(AttentionGpu, TailSplitNonCausalMatchesRung02) {
   Problem p = make_problem({1, H, H, 256, 256, 64, false}, 777);
   const AttentionArgs a = p.args();
   const auto& rs = attention_rungs();
-  auto rung = [&](int n) { return *std::find_if(rs.begin(), rs.end(), [&](const auto& r) { return r.number == n; }); };
+  auto rung = [&](int n) {
+    const auto it = std::find_if(rs.begin(), rs.end(), [&](const auto& r) { return r.number == n; });
+    KL_REQUIRE(it != rs.end(), "attention rung " << n << " is not in the table");
+    KL_REQUIRE(it->supports(a, d).empty(), "rung " << n << " refuses " << a.Hq << " heads: " << it->supports(a, d));
+    return *it;
+  };
   if (attn03_workspace_bytes(a, d) == 0)
     GTEST_SKIP() << "rung 03's plan on this device splits no tail at " << a.Hq * 2 << " tiles";
   std::vector<uint16_t> o2(p.nQ), o3(p.nQ);
