@@ -35,7 +35,7 @@ using namespace kl;
 using namespace kl::bench;
 
 template <int D, bool HM, int PROBE>
-using CfgP = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM, PROBE>;  // rung 02's Cfg02<D, HM> at PROBE 0
+using CfgP = flash::CfgBig<D, HM, PROBE>;  // rung 02's Cfg02<D, HM> at PROBE 0
 
 // The rung's tile order (head-major when non-causal, flash::tile_of) or, with OTHER, the other one.
 template <int PROBE, bool OTHER = false>

@@ -52,7 +52,7 @@ namespace {
 // (255 registers each); D = 64: 3 stages, 64 KB.
 // HM: non-causal tiles head by head (their K/V stay in L2), causal heaviest first (flash::tile_of).
 template <int D, bool HM = false>
-using Cfg02 = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM>;
+using Cfg02 = flash::CfgBig<D, HM>;
 
 template <int D>
 void launch02(const AttentionArgs& a, cudaStream_t s) {

@@ -189,7 +189,7 @@ struct Plan {
 // m-tile, Q in registers) for Sq <= 64; both 2 blocks/SM.
 // HM: flash::tile_of's order, head-major for non-causal launches (their K/V stay in L2).
 template <int D, bool HM = false>
-using PBig = flash::Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HM>;
+using PBig = flash::CfgBig<D, HM>;
 template <int D, bool HM = false>
 using PSmall = flash::Cfg<D, 4, 1, 64, 3, 2, HM>;
 
@@ -260,13 +260,7 @@ void run_decode(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
 template <class C>
 void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   constexpr int D = C::D;
-  attention_smem_optin(reinterpret_cast<const void*>(flash::flash_mma_kernel<C>), C::SMEM);
-  flash::Params p{};
-  p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
-  p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
-  p.causal = a.causal ? 1 : 0;
-  p.sl2 = attention_scale_log2(a);
-  p.nqt = pl.nqt;
+  flash::Params p = flash::problem_params<C>(a);  // p.nqt == pl.nqt (same BM)
   p.full_blocks = pl.full_blocks;
   p.splits = pl.splits;
   const long long tail = pl.tiles - pl.full_blocks;

@@ -89,6 +89,11 @@ struct Cfg {
   static_assert(STAGES >= 2, "pipeline needs 2+ stages");
 };
 
+// The 128-row tile of rungs 02 / 03 (4 warps x 2 m-tiles, 64-key tiles; D = 128: 2-stage ring, 96 KB,
+// D = 64: 3 stages, 64 KB; 2 blocks/SM), one name for the rungs and tools/attn_ceiling.
+template <int D, bool HEAD_MAJOR = false, int PROBE = 0>
+using CfgBig = Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HEAD_MAJOR, PROBE>;
+
 // Tile t -> (query tile qt, head bh = b * Hq + hq), BH = B * Hq heads of nqt tiles each.
 //  * query-tile-major (causal): t = (nqt-1-qt) * BH + bh, the heaviest (last) query tiles of every
 //    head first, so the last wave holds the lightest tiles;
@@ -462,10 +467,11 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
   }
 }
 
-// One block per query tile, every tile's whole KV range (rung 02; tools/attn_ceiling): the
-// launch of flash_mma_kernel<C> with no split, tiles in C's order.
+// The problem's part of the kernel parameters (tensors, sizes, scale, query tiles of C::BM rows;
+// full_blocks, splits and the workspace are the caller's), after opting the kernel into C's shared
+// memory: launch_whole_tiles below (rung 02, tools/attn_ceiling) and rung 03's prefill.
 template <class C>
-void launch_whole_tiles(const AttentionArgs& a, cudaStream_t s) {
+Params problem_params(const AttentionArgs& a) {
   attention_smem_optin(reinterpret_cast<const void*>(flash_mma_kernel<C>), C::SMEM);
   Params p{};
   p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
@@ -473,6 +479,14 @@ void launch_whole_tiles(const AttentionArgs& a, cudaStream_t s) {
   p.causal = a.causal ? 1 : 0;
   p.sl2 = attention_scale_log2(a);
   p.nqt = (a.Sq + C::BM - 1) / C::BM;
+  return p;
+}
+
+// One block per query tile, every tile's whole KV range (rung 02; tools/attn_ceiling): the
+// launch of flash_mma_kernel<C> with no split, tiles in C's order.
+template <class C>
+void launch_whole_tiles(const AttentionArgs& a, cudaStream_t s) {
+  Params p = problem_params<C>(a);
   const long long tiles = static_cast<long long>(p.nqt) * a.B * a.Hq;
   p.full_blocks = static_cast<int>(tiles);  // every tile whole: no split, no workspace
   p.splits = 1;
