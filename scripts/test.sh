@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/test.sh — the README's test command: configure, build, run every test.
+# scripts/test.sh — the README's test command: install what is missing, configure, build, run every test.
 #
 #   scripts/test.sh            all tests (GPU tests skip, visibly, when no GPU is usable)
 #   scripts/test.sh -L cpu     extra arguments go to ctest (-L cpu, -L gpu, -R regex, ...)
@@ -16,10 +16,9 @@ BUILD="${KL_BUILD_DIR:-${KL_BUILD:-build}}"
 . scripts/lib.sh
 JOBS="${KL_JOBS:-$(nproc)}"
 
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
-command -v nvcc >/dev/null 2>&1 || { echo "test.sh: error: no nvcc on PATH (install the CUDA 13 toolkit)" >&2; exit 1; }
+# Bring in what is missing first (or say the one command that does, and stop).
+scripts/setup.sh build || exit $?
+if ! command -v nvcc >/dev/null 2>&1; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 
 CMAKE_ARGS=(-S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release)
 ARCH="${KL_ARCH:-$(kl_gpu_arch)}"
