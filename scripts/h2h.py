@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Head to head: our kernels and the libraries on the issues' comparison shapes, arms interleaved.
+"""Head to head: our kernels and the libraries on the comparison shapes, arms interleaved.
 
     python3 scripts/h2h.py [--set attention,gemm_bf16,sgemm,attention_d64] [--rounds 3] [--cooldown 1]
                            [--shape S ...] [--split-rungs] [--build build] [--dir results/<device>/h2h]
                            [--dry-run] [--from ROWS]
 
-Why. Sustained benchmarking heats the card and the clock drops: in the full runs the attention
-bench's D = 128 Hopper rows ran at 1600-1980 MHz depending on how long the bench had been running,
-and PyTorch's rows were timed minutes later in another process. The third seed's rule: interleave
+Why. Sustained benchmarking heats the card and the clock drops: in a full run the attention bench's
+large Hopper rows run at a lower clock the longer the bench has been running, and PyTorch's rows
+are timed minutes later in another process. The rule: interleave
 the arms you compare, run them round-robin, keep each arm's best round and report the spread as
-the noise floor. This script does that for the shapes the issues' ratio bars name:
+the noise floor. This script does that for the headline comparison shapes:
 
   attention  B=1, H=32, S in {4096, 8192}, causal and not, D = 128 (attention_d64: D = 64): arm
              "kl" is bench_attention --variant 2,3,6,7,8,auto (the part-1 rungs 02/03 in a column
@@ -55,8 +55,8 @@ def gemm(M, N, K):
 
 
 # name -> (shapes, ours: (bench, variants), library impls, library arm: "torch" | "ref")
-# Attention: "best rung" is the best Hopper rung (04 and up); the part-1 rungs (02, 03: issue 7's
-# bar is against flash) get their own column.
+# Attention: "best rung" is the best Hopper rung (04 and up); the portable mma.sync rungs (02, 03),
+# compared with FlashAttention-2 (SDPA flash), get a column of their own.
 FAMILY = {"attention": "attention", "attention_d64": "attention", "gemm_bf16": "gemm_bf16", "sgemm": "sgemm"}
 PART1 = {"attention": (4, "torch_sdpa_flash"), "attention_d64": (4, "torch_sdpa_flash")}
 SETS = {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/lease.sh — one GPU session in one command: what the maintainers run on a lent machine.
+# scripts/lease.sh — a development run on a GPU machine in one command (outputs under $OUT or ./out).
 #
 #   scripts/lease.sh [build] [test] [bench:FAMILY[:FLAGS]]... [torch[:FLAGS]] [sanitize] [sass]
 #
@@ -8,7 +8,7 @@
 #   bench:F[:FLAGS]    build/bench_F --out results/F.jsonl FLAGS (FLAGS: '+' stands for a space)
 #   torch[:FLAGS]      scripts/torch_baseline.py --out results/torch.jsonl FLAGS
 #   sanitize           scripts/sanitize.sh (memcheck, racecheck, synccheck at small shapes)
-#   sass               counts HGMMA / HMMA / LDSM in each bench binary (what the issues ask to check)
+#   sass               counts HGMMA / HMMA / LDSM in each bench binary (the tensor-core instructions)
 #
 # Writes under $OUT (or ./out): logs/*.log, results/*.jsonl, and a summary.txt. Every step runs
 # even if an earlier one failed (so one broken family does not hide the others); the exit code is

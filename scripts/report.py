@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Tables and roofline from the bench JSON lines of one device.
+"""Tables and charts from the bench JSON lines of one device.
 
-    python3 scripts/report.py results/<device>/ [--readme README.md] [--quiet]
+    python3 scripts/report.py results/<device>/ [--readme README.md] [--docs docs] [--quiet]
 
 Reads every results/<device>/*.jsonl (the rows of bench_<family>, bench_peak and
 scripts/torch_baseline.py; the schema is docs/results-format.md) and writes
 
-    results/<device>/tables.md      per family and op: every rung, reference and PyTorch row
-    results/<device>/roofline.png   log-log roofline with the measured roofs of bench_peak
+    results/<device>/tables.md            contents; headline; the entry point against the fastest
+                                          library on every shape; roofs; head to head; then per
+                                          family and op a rung list and rung-by-shape tables
+    results/<device>/ladder_<family>.png  one bar per rung on the family's chart shapes, with the
+                                          same-run reference and the fastest PyTorch as lines
+    results/<device>/roofline.png         each chart shape's best rung, the entry point and the
+                                          references, against the roofs measured by bench_peak
 
-With --readme, also replaces the text between the GENERATED markers of that README (the headline
-table and the per-family ladders); everything outside the markers is left as it is. Prints the
-headline table on stdout.
+With --readme, also replaces the text between the README's markers (HEADLINE, RUN, and the optional
+HEAD TO HEAD and GENERATED TABLES blocks); with --docs, the LADDER TABLE block of each
+<docs>/<family>.md. Everything outside the markers is left as it is. Prints the headline table.
 
 Rules:
   * One device per folder: rows from two devices are refused (exit 1, naming both and the file).
@@ -33,6 +38,7 @@ import glob
 import json
 import math
 import os
+import re
 import sys
 
 FAMILY_ORDER = ["rmsnorm", "swiglu", "softmax", "sgemm", "gemm_bf16", "attention"]
@@ -64,6 +70,26 @@ HEADLINE = [
      {"B": 1, "Hq": 32, "Hkv": 32, "Sq": 4096, "Skv": 4096, "D": 128, "causal": 0}),
     ("attention", "decode", "bf16", {"B": 1, "Hq": 32, "Hkv": 8, "Sq": 1, "Skv": 32768, "D": 128}),
 ]
+
+# Each family's ladder chart, and the ladder table of its design note: one panel per entry
+# (op, dtype, dims, label). The reduced roofline plots these shapes too.
+CHART = {
+    "rmsnorm": [("rmsnorm", "bf16", {"rows": 16384, "cols": 8192}, "rmsnorm"),
+                ("add_rmsnorm", "bf16", {"rows": 16384, "cols": 8192}, "add + rmsnorm")],
+    "swiglu": [("swiglu", "bf16", {"rows": 16384, "cols": 8192}, "swiglu")],
+    "softmax": [("softmax", "bf16", {"rows": 16384, "cols": 8192}, "softmax")],
+    "sgemm": [("sgemm", "f32", {"M": 4096, "N": 4096, "K": 4096}, "sgemm 4096³")],
+    "gemm_bf16": [("gemm", "bf16", {"M": 4096, "N": 4096, "K": 4096}, "bf16 GEMM 4096³"),
+                  ("gemm", "bf16", {"M": 16, "N": 4096, "K": 4096}, "decode GEMM M=16")],
+    "attention": [("attention", "bf16", {"B": 1, "Hq": 32, "Hkv": 32, "Sq": 4096, "Skv": 4096, "D": 128,
+                                         "causal": 1}, "attention causal S=4096"),
+                  ("decode", "bf16", {"B": 1, "Hq": 32, "Hkv": 8, "Sq": 1, "Skv": 32768, "D": 128},
+                   "decode attention")],
+}
+# Rows of a library doing the same op (the entry point is compared with the fastest of them).
+LIBRARY_IMPLS = ["cublas"] + TORCH_IMPLS
+BEGIN_LADDER, END_LADDER = "<!-- BEGIN LADDER TABLE -->", "<!-- END LADDER TABLE -->"
+BEGIN_RUN, END_RUN = "<!-- BEGIN RUN -->", "<!-- END RUN -->"
 
 BEGIN_TABLES, END_TABLES = "<!-- BEGIN GENERATED TABLES -->", "<!-- END GENERATED TABLES -->"
 BEGIN_HEAD, END_HEAD = "<!-- BEGIN HEADLINE -->", "<!-- END HEADLINE -->"
@@ -278,6 +304,29 @@ def fmt_ratio(x, mark=""):
     return "—" if x is None else "%.2f×%s" % (x, mark)
 
 
+def short_shape(shape):
+    """"16384×8192", "4096×4096×4096", "B=1 H=32/8 S=1/32768 D=128 causal" for charts and headlines."""
+    k = set(shape)
+    if k == {"rows", "cols"}:
+        return "%d×%d" % (shape["rows"], shape["cols"])
+    if k == {"M", "N", "K"}:
+        return "%d×%d×%d" % (shape["M"], shape["N"], shape["K"])
+    if {"B", "Hq", "Hkv", "Sq", "Skv", "D"} <= k:
+        s = "B=%d H=%d/%d S=%d/%d D=%d" % (shape["B"], shape["Hq"], shape["Hkv"], shape["Sq"],
+                                          shape["Skv"], shape["D"])
+        return s + (" causal" if shape.get("causal") else "")
+    return ",".join("%s=%s" % kv for kv in shape.items())
+
+
+def rate_of(r):
+    """(value, unit): GB/s for memory-bound rows, TFLOP/s otherwise."""
+    return (gbps(r), "GB/s") if memory_bound(r) else (tflops(r), "TFLOP/s")
+
+
+def fmt_value(v, unit):
+    return "—" if v is None else ("%.0f" % v if unit == "GB/s" else "%.1f" % v)
+
+
 def rung_label(r):
     if r["impl"] == "kl":
         return "auto" if r["variant"] < 0 else "%02d" % r["variant"]
@@ -413,6 +462,7 @@ class Report:
 
     # -------------------------------------------------------------------------------- headline
     def headline_pick(self, family, op, dtype, dims):
+        """((dtype, shape_str, l2_resident), rows) of the DRAM-sized shape matching `dims`, or None."""
         if (family, op) not in self.groups:
             return None
         for k in self.shapes(family, op):
@@ -424,48 +474,54 @@ class Report:
                 return k, rs
         return None
 
+    @staticmethod
+    def best_rung(rs):
+        kl = [r for r in rs if r["impl"] == "kl" and r["variant"] >= 0 and r.get("ok", True)]
+        return min(kl, key=lambda r: r["median_ms"]) if kl else None
+
+    @staticmethod
+    def auto_row(rs):
+        a = [r for r in rs if r["impl"] == "kl" and r["variant"] < 0 and r.get("ok", True)]
+        return a[0] if a else None
+
+    @staticmethod
+    def fastest(rs, impls):
+        cand = [r for r in rs if r["impl"] in impls and r.get("ok", True)]
+        return min(cand, key=lambda r: r["median_ms"]) if cand else None
+
     def headline(self):
-        header = ["family", "op", "shape", "dtype", "best kl rung", "kl", "reference",
-                  "kl vs ref", "auto (entry point) vs ref", "best PyTorch", "kl vs PyTorch",
-                  "SM MHz kl / ref"]
+        header = ["op", "shape", "best rung", "rate", "entry point (× ref)", "reference", "best rung × ref",
+                  "fastest PyTorch", "best rung × PyTorch", "SM MHz rung / ref"]
         body = []
         for family, op, dtype, dims in HEADLINE:
             got = self.headline_pick(family, op, dtype, dims)
             if not got:
                 continue
             k, rs = got
-            kl = [r for r in rs if r["impl"] == "kl" and r["variant"] >= 0 and r.get("ok", True)]
-            if not kl:
+            best = self.best_rung(rs)
+            if best is None:
                 continue
-            best = min(kl, key=lambda r: r["median_ms"])
-            mem = memory_bound(best)
-            unit = "GB/s" if mem else "TFLOP/s"
+            v, unit = rate_of(best)
 
-            def rate(r):
-                v = gbps(r) if mem else tflops(r)
-                return "—" if v is None else ("%.0f %s" % (v, unit) if mem else "%.1f %s" % (v, unit))
-            ref, _ = self.reference(best, rs)
-            torch = [r for r in rs if r["impl"] in TORCH_IMPLS]
-            tbest = min(torch, key=lambda r: r["median_ms"]) if torch else None
-            auto = [r for r in rs if r["impl"] == "kl" and r["variant"] == -1 and r.get("ok", True)]
-            if auto and ref:
-                a = auto[0]
-                auto_cell = "→ %s: %s" % ((a.get("notes") or {}).get("picked", "?"),
-                                          fmt_ratio(ref["median_ms"] / a["median_ms"]))
-            else:
-                auto_cell = "—"
+            def rate(r):  # r's speed on best's scale: best's rate x best's time / r's time
+                return "%s %s" % (fmt_value(v * best["median_ms"] / r["median_ms"], unit), unit)
+            ref, other = self.reference(best, rs)
+            tbest = self.fastest(rs, TORCH_IMPLS)
+            auto = self.auto_row(rs)
+            auto_cell = "—"
+            if auto:
+                auto_cell = "→ %s" % (auto.get("notes") or {}).get("picked", "?")
+                if ref:
+                    auto_cell += " (%s)" % fmt_ratio(ref["median_ms"] / auto["median_ms"])
 
-            # The NVML-sampled SM clock of the two rows (the H200 throttles under long heavy
-            # runs: a ratio of rows measured at different clocks is partly a clock ratio).
             def mhz(r):
                 c = r.get("clock_mhz") if r else None
                 return "%.0f" % c if isinstance(c, (int, float)) and c > 0 else "—"
             body.append([
-                family, op, k[1], dtype, "%02d %s" % (best["variant"], best["variant_name"]),
-                rate(best),
+                op, "%s %s" % (dtype, short_shape(best["shape"])),
+                "%02d %s" % (best["variant"], best["variant_name"]), rate(best), auto_cell,
                 "%s %s" % (ref["impl"], rate(ref)) if ref else "—",
-                fmt_ratio(ref["median_ms"] / best["median_ms"]) if ref else "—",
-                auto_cell,
+                fmt_ratio(ref["median_ms"] / best["median_ms"], "*" if other else "") if ref else "—",
                 "%s %s" % (tbest["impl"], rate(tbest)) if tbest else "—",
                 fmt_ratio(tbest["median_ms"] / best["median_ms"]) if tbest else "—",
                 "%s / %s" % (mhz(best), mhz(ref)),
@@ -493,6 +549,33 @@ class Report:
         parts.append("commit " + ", ".join(commits))
         return " · ".join(parts)
 
+    def run_line(self):
+        """How long the two commands took on this card (env.txt of run_all.sh, test.log of test.sh)."""
+        e = self.env
+        parts = []
+        secs = [int(e[k]) for k in ("build_seconds", "bench_seconds", "h2h_seconds") if e.get(k, "").isdigit()]
+        if secs:
+            total = sum(secs)
+            detail = ["build %.0f s" % float(e["build_seconds"])] if e.get("build_seconds", "").isdigit() else []
+            if e.get("bench_seconds", "").isdigit():
+                detail.append("benches and PyTorch %.1f min" % (int(e["bench_seconds"]) / 60.0))
+            detail.append("head to head %.1f min" % (int(e["h2h_seconds"]) / 60.0)
+                          if e.get("h2h_seconds", "").isdigit() else "no head to head")
+            parts.append("`scripts/run_all.sh` took %.0f min on the %s (%s; commit %s)." % (
+                total / 60.0, e.get("gpu", "GPU"), ", ".join(detail), e.get("git_commit", "?")))
+        tl = os.path.join(self.folder, "test.log")
+        if os.path.exists(tl):
+            with open(tl, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            took = re.findall(r"test\.sh: finished in (\d+) s", text)
+            res = re.findall(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+            commit = re.findall(r"test\.sh: commit (\S+)", text)
+            if took and res:
+                _, failed, total = res[-1]
+                parts.append("`scripts/test.sh` took %.0f min there (build and %s tests, %s failed%s)." % (
+                    int(took[-1]) / 60.0, total, failed, "; commit %s" % commit[-1] if commit else ""))
+        return " ".join(parts) if parts else "No timing of the two commands in this folder."
+
     def roofs_table(self):
         peak = [r for r in self.rows if r["family"] == "peak"]
         if not peak:
@@ -511,149 +594,389 @@ class Report:
                 t = tflops(r)
                 val = "—" if t is None else "%.1f TFLOP/s" % t
             clk = r.get("clock_mhz")
-            body.append([r["op"], r["impl"], val, "—" if clk is None else "%.0f" % clk,
-                         fmt_ms(r["median_ms"]), r["timestamp"]])
-        return md_table(["roof", "impl", "measured", "SM clock MHz", "median ms", "timestamp"], body)
+            body.append([r["op"], r["impl"], r.get("shape_str", ""), val,
+                         "—" if clk is None else "%.0f" % clk, fmt_ms(r["median_ms"])])
+        return md_table(["roof", "impl", "shape", "measured", "SM clock MHz", "median ms"], body)
 
-    # -------------------------------------------------------------------------------- outputs
+    # -------------------------------------------------------------------------------- tables
+    def entry_vs_library(self):
+        """The entry point against the fastest library row, on every shape that has both."""
+        body, behind, n = [], 0, 0
+        for fam in self.families():
+            for op in self.ops(fam):
+                for k in self.shapes(fam, op):
+                    rs = self.rows_at(fam, op, k)
+                    auto, lib = self.auto_row(rs), self.fastest(rs, LIBRARY_IMPLS)
+                    if not auto or not lib:
+                        continue
+                    n += 1
+                    ratio = lib["median_ms"] / auto["median_ms"]
+                    flag = ""
+                    if ratio < 0.98:
+                        behind += 1
+                        flag = "behind"
+                    body.append([fam, op, k[0], k[1] + (" (L2)" if k[2] else ""),
+                                 (auto.get("notes") or {}).get("picked", "?"), fmt_ms(auto["median_ms"]),
+                                 lib["impl"], fmt_ms(lib["median_ms"]), "%.3f" % ratio, flag])
+        if not body:
+            return "No shape has both an entry-point row and a library row."
+        head = ("The entry point (`auto`) is behind the fastest library row (cuBLAS, PyTorch eager, "
+                "`torch.compile`, SDPA flash / cuDNN) by more than 2%% on %d of %d shapes. Ratio: "
+                "library time / entry-point time (above 1 the entry point is faster); the PyTorch "
+                "rows come from another process of the same run." % (behind, n))
+        return head + "\n\n" + md_table(["family", "op", "dtype", "shape", "auto →", "auto ms",
+                                         "fastest library", "library ms", "ratio", ""], body)
+
+    def rung_list(self, family, op):
+        """One line per rung (and reference, PyTorch row) of an op: its name and its change, once."""
+        seen, body = {}, []
+        for r in sorted(self.groups[(family, op)], key=impl_rank):
+            key = (r["impl"], r["variant"])
+            if key in seen:
+                continue
+            seen[key] = True
+            parent = r.get("parent")
+            body.append([rung_label(r), r["variant_name"],
+                         "%02d" % parent if isinstance(parent, int) and parent >= 0 else "",
+                         r.get("change", "")])
+        if not any(b[2] for b in body):
+            return md_table(["rung", "name", "change"], [[b[0], b[1], b[3]] for b in body])
+        return md_table(["rung", "name", "parent", "change"], body)
+
+    def rung_by_shape(self, family, op, per_table=5):
+        """Rungs down, shapes across (in chunks): each cell the rung's rate on that shape and its
+        ratio to the same-run reference; the best rung of a shape in bold."""
+        keys = self.shapes(family, op)
+        out, marked = [], False
+        for i in range(0, len(keys), per_table):
+            chunk = keys[i:i + per_table]
+            cols = {k: self.rows_at(family, op, k) for k in chunk}
+            labels, order = {}, []
+            for k in chunk:
+                for r in cols[k]:
+                    key = (r["impl"], r["variant"])
+                    if key not in labels:
+                        labels[key] = "%s %s" % (rung_label(r), r["variant_name"]) if r["impl"] == "kl" \
+                            else r["impl"]
+                        order.append((impl_rank(r), key))
+            header = ["rung"]
+            for k in chunk:
+                basis = next((r for r in cols[k] if r["impl"] == "kl"), cols[k][0])
+                header.append("%s %s%s (%s)" % (k[0], k[1], ", L2-resident" if k[2] else "", rate_of(basis)[1]))
+            body = []
+            for _, key in sorted(order):
+                cells = [labels[key]]
+                for k in chunk:
+                    rs = cols[k]
+                    r = next((x for x in rs if (x["impl"], x["variant"]) == key), None)
+                    if r is None:
+                        cells.append("")
+                        continue
+                    if not r.get("ok", True):
+                        cells.append("FAIL")
+                        continue
+                    v, unit = rate_of(r)
+                    basis = next((x for x in rs if x["impl"] == "kl"), r)
+                    bv, _ = rate_of(basis)
+                    if r["impl"] in REF_IMPLS or r["impl"] in TORCH_IMPLS:
+                        v = bv * basis["median_ms"] / r["median_ms"] if bv else v  # on the rungs' scale
+                    cell = fmt_value(v, unit)
+                    best = self.best_rung(rs)
+                    if r is best:
+                        cell = "**%s**" % cell
+                    if r["impl"] == "kl":
+                        ref, other = self.reference(r, rs)
+                        if ref is not None:
+                            marked |= other
+                            cell += " (%s)" % fmt_ratio(ref["median_ms"] / r["median_ms"], "*" if other else "")
+                    cells.append(cell)
+                body.append(cells)
+            out.append(md_table(header, body))
+        note = ("Each cell: the rate (the unit is in the column head; reference and PyTorch rows are put on "
+                "the rungs' scale: the rung's work over their time) and, for rungs, the time ratio to the "
+                "same-run reference in brackets. Bold: the fastest rung of the shape.")
+        if marked:
+            note += " `*`: the reference comes from a different run."
+        return note + "\n\n" + "\n\n".join(out)
+
     def tables_md(self):
+        fams = self.families()
+        folder = os.path.basename(os.path.normpath(self.folder))
         out = ["# Results: %s" % self.rows[0]["device"]["name"], "",
                "Generated by `scripts/report.py` from %d rows of `%s/*.jsonl`; do not edit by hand. "
-               "Method: `docs/method.md`; fields: `docs/results-format.md`." % (
-                   len(self.rows), os.path.basename(os.path.normpath(self.folder))), "",
-               self.context_line(), "",
-               "Ratios are reference time / row time (above 1.00× the row is faster). `*`: the "
-               "reference row comes from a different run than the row. % roof: achieved over "
-               "min(measured compute ceiling, intensity × measured copy bandwidth), naming the "
-               "binding roof. `L2-resident`: the working set fits in L2 (not a DRAM figure).", "",
-               "## Headline", "", self.headline(), "",
-               "## Measured roofs (bench_peak)", "", self.roofs_table(), "",
-               "## Head to head", "", h2h_section(self.folder, "."), ""]
-        for fam in self.families():
+               "Method: `docs/method.md`; fields: `docs/results-format.md`." % (len(self.rows), folder), "",
+               self.context_line(), "", self.run_line(), "",
+               "## Contents", "",
+               "- [Headline](#headline)",
+               "- [Entry point against the fastest library, every shape](#entry-point-against-the-fastest-library-every-shape)",
+               "- [Measured roofs](#measured-roofs)",
+               "- [Head to head](#head-to-head)"]
+        out += ["- [%s](#%s)" % (f, f) for f in fams]
+        out += ["", "## Headline", "", self.headline(), "",
+                "Ratios are reference time / row time (above 1.00× the row is faster). Rates of the "
+                "reference and PyTorch rows are on the best rung's scale (its work over their time).", "",
+                "## Entry point against the fastest library, every shape", "", self.entry_vs_library(), "",
+                "## Measured roofs", "", self.roofs_table(), "",
+                "## Head to head", "", h2h_section(self.folder, "."), ""]
+        for fam in fams:
             out += ["## %s" % fam, ""]
+            for png in sorted(glob.glob(os.path.join(self.folder, "ladder_%s*.png" % fam))):
+                if re.fullmatch(r"ladder_%s(_\d+)?\.png" % re.escape(fam), os.path.basename(png)):
+                    out += ["![%s ladder](%s)" % (fam, os.path.basename(png)), ""]
             for op in self.ops(fam):
-                t, marked = self.op_table(fam, op)
-                out += ["### %s" % op, "", t, ""]
-                if marked:
-                    out += ["`*` reference from a different run.", ""]
+                out += ["### %s" % op, "", self.rung_list(fam, op), "", self.rung_by_shape(fam, op), ""]
         return "\n".join(out)
 
-    def readme_tables(self, readme_dir):
-        rel = os.path.relpath(self.folder, readme_dir).replace(os.sep, "/")
-        out = ["Generated by `scripts/report.py %s --readme` from `%s/*.jsonl`; do not edit." % (rel, rel),
-               "", self.context_line(), "",
-               "Each ladder is shown on one shape; every shape and dtype is in [%s/tables.md](%s/tables.md). "
-               "Ratios are reference time / rung time (above 1.00× the rung is faster)." % (rel, rel),
-               "", "![roofline](%s/roofline.png)" % rel, ""]
-        for fam in self.families():
-            note = os.path.join(readme_dir, "docs", fam + ".md")
-            out += ["### %s" % fam, ""]
-            if os.path.exists(note):
-                out += ["Design note: [docs/%s.md](docs/%s.md)" % (fam, fam), ""]
-            for op in self.ops(fam):
-                pick = None
-                for f, o, dt, dims in HEADLINE:
-                    if f == fam and o == op:
-                        got = self.headline_pick(f, o, dt, dims)
-                        if got:
-                            pick = got[0]
-                            break
-                if pick is None:  # the shape with the most kl rungs
-                    keys = self.shapes(fam, op)
-                    pick = max(keys, key=lambda k: (
-                        sum(1 for r in self.rows_at(fam, op, k) if r["impl"] == "kl"), -keys.index(k)))
-                t, marked = self.op_table(fam, op, [pick], compact=True)
-                out += ["**%s** — %s, %s%s" % (op, pick[1], pick[0], ", L2-resident" if pick[2] else ""),
-                        "", t, ""]
-                if marked:
-                    out += ["`*` reference from a different run.", ""]
-        return "\n".join(out)
+    def ladder_table(self, family, results_rel):
+        """The design note's table: every rung on the family's chart shapes, with its ratio to the
+        rung before it in the table (or to its parent, where the rows name one) and to the reference."""
+        panels = []
+        for op, dt, dims, label in CHART.get(family, []):
+            got = self.headline_pick(family, op, dt, dims)
+            if got:
+                panels.append((label, got[1]))
+        if not panels:
+            return "No rows of this family in `%s`." % results_rel
+        variants = {}
+        for _, rs in panels:
+            for r in rs:
+                if r["impl"] == "kl" and r["variant"] >= 0:
+                    variants.setdefault(r["variant"], r)
+        use_parent = any(isinstance(r.get("parent"), int) for r in variants.values())
+        header = ["rung", "name"] + (["parent"] if use_parent else [])
+        for label, rs in panels:
+            basis = self.best_rung(rs) or rs[0]
+            ref, _ = self.reference(basis, rs)
+            header += ["%s (%s)" % (label, rate_of(basis)[1]),
+                       "× parent" if use_parent else "× previous",
+                       "× %s" % ref["impl"] if ref else "× ref"]
+        body = []
+        for v in sorted(variants):
+            r0 = variants[v]
+            row = ["%02d" % v, r0["variant_name"]]
+            if use_parent:
+                p = r0.get("parent")
+                row.append("%02d" % p if isinstance(p, int) and p >= 0 else "—")
+            for label, rs in panels:
+                kl = {r["variant"]: r for r in rs if r["impl"] == "kl" and r["variant"] >= 0}
+                r = kl.get(v)
+                if r is None:
+                    row += ["refuses", "", ""]
+                    continue
+                if not r.get("ok", True):
+                    row += ["FAIL", "", ""]
+                    continue
+                val, unit = rate_of(r)
+                if use_parent:
+                    prev = kl.get(r.get("parent")) if isinstance(r.get("parent"), int) else None
+                else:
+                    prev = kl.get(max([u for u in kl if u < v], default=-1))
+                ref, other = self.reference(r, rs)
+                row += [fmt_value(val, unit),
+                        fmt_ratio(prev["median_ms"] / r["median_ms"]) if prev and prev.get("ok", True) else "—",
+                        fmt_ratio(ref["median_ms"] / r["median_ms"], "*" if other else "") if ref else "—"]
+            body.append(row)
+        for impl in LIBRARY_IMPLS:
+            row = [impl, ""] + ([""] if use_parent else [])
+            anyv = False
+            for label, rs in panels:
+                t = next((r for r in rs if r["impl"] == impl and r.get("ok", True)), None)
+                basis = self.best_rung(rs)
+                if t is None or basis is None:
+                    row += ["", "", ""]
+                    continue
+                bv, unit = rate_of(basis)
+                row += [fmt_value(bv * basis["median_ms"] / t["median_ms"], unit), "", ""]
+                anyv = True
+            if anyv:
+                body.append(row)
+        return "\n".join([
+            "Generated by `scripts/report.py` from `%s/*.jsonl`; do not edit. %s" % (results_rel, self.context_line()),
+            "", md_table(header, body), "",
+            "Rates are the rung's counted work over its median time. × %s: that rung's time over this "
+            "rung's (above 1.00× this rung is faster); × ref: the same-run reference's time over this "
+            "rung's. \"refuses\": the rung's `supports()` rejects the shape. Library rows are on the best "
+            "rung's scale. Every shape: [%s/tables.md](%s/tables.md#%s)." % (
+                "parent" if use_parent else "previous", results_rel, results_rel, family)])
+
+    # -------------------------------------------------------------------------------- charts
+    def ladder_charts(self, family, folder):
+        """The family's ladder charts: ladder_<family>.png on its first chart shape, and
+        ladder_<family>_<n>.png on each further one. Returns the paths written."""
+        paths = []
+        for n, (op, dt, dims, label) in enumerate(CHART.get(family, [])):
+            got = self.headline_pick(family, op, dt, dims)
+            if not got or not self.best_rung(got[1]):
+                continue
+            name = "ladder_%s.png" % family if not paths else "ladder_%s_%d.png" % (family, n + 1)
+            self.ladder_chart(family, label, got[1], os.path.join(folder, name))
+            paths.append(os.path.join(folder, name))
+        return paths
+
+    def ladder_chart(self, family, label, rs, path):
+        """One horizontal bar per rung (and the entry point) on one shape, the same-run reference
+        and the fastest PyTorch as vertical lines."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        nbars = sum(1 for r in rs if r["impl"] == "kl")
+        fig, ax = plt.subplots(figsize=(8.5, 0.26 * nbars + 1.5), dpi=100)
+        best = self.best_rung(rs)
+        bv, unit = rate_of(best)
+        kl = sorted([r for r in rs if r["impl"] == "kl"], key=lambda r: (r["variant"] < 0, r["variant"]))
+        names, vals, colors = [], [], []
+        for r in kl:
+            if r["variant"] < 0:
+                names.append("entry point → %s" % (r.get("notes") or {}).get("picked", "?"))
+            else:
+                names.append("%02d %s" % (r["variant"], r["variant_name"]))
+            ok = r.get("ok", True)
+            vals.append(bv * best["median_ms"] / r["median_ms"] if ok else 0.0)
+            colors.append("0.75" if not ok else "tab:orange" if r["variant"] < 0
+                          else "tab:green" if r is best else "tab:blue")
+        y = list(range(len(kl)))
+        ax.barh(y, vals, color=colors, height=0.7, zorder=2)
+        ax.set_yticks(y)
+        ax.set_yticklabels(names, fontsize=8)
+        ax.invert_yaxis()
+        top = max(vals + [1e-9])
+        for yi, v, r in zip(y, vals, kl):  # the value inside a long bar, beside a short one
+            inside = v > 0.25 * top
+            ax.text(v - top * 0.01 if inside else v + top * 0.01, yi,
+                    fmt_value(v, unit) if r.get("ok", True) else "FAIL", va="center",
+                    ha="right" if inside else "left", fontsize=7, color="white" if inside else "0.2",
+                    zorder=4)
+        ref, other = self.reference(best, rs)
+        lines = []
+        if ref is not None:
+            lines.append((bv * best["median_ms"] / ref["median_ms"], "k", "-",
+                          "%s%s" % (ref["impl"], " (other run)" if other else " (same run)")))
+        tb = self.fastest(rs, TORCH_IMPLS)
+        if tb is not None:
+            lines.append((bv * best["median_ms"] / tb["median_ms"], "tab:red", "--",
+                          "fastest PyTorch: %s" % tb["impl"]))
+        for x, c, ls, lab in lines:
+            ax.axvline(x, color=c, ls=ls, lw=1.3, zorder=3,
+                       label="%s %s %s" % (lab, fmt_value(x, unit), unit))
+            top = max(top, x)
+        ax.set_xlim(0, top * 1.15)
+        ax.set_xlabel("%s (the rung's counted work over its median time; higher is faster)" % unit,
+                      fontsize=8)
+        ax.grid(True, axis="x", alpha=0.3, zorder=0)
+        if lines:
+            ax.legend(loc="upper right", fontsize=7, framealpha=0.95)
+        ax.set_title("%s ladder, %s\n%s: %s %s" % (family, self.rows[0]["device"]["name"], label,
+                     best["dtype"], short_shape(best["shape"])), fontsize=10)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
 
     def roofline(self, path):
+        """The chart shapes only: each one's best rung, the entry point, the reference and the
+        fastest PyTorch, against the copy roof and the compute ceilings of bench_peak."""
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         from matplotlib.lines import Line2D
 
-        # The auto row repeats the rung it picked, so it is not plotted again.
-        plotted = [r for r in self.rows if r["family"] != "peak"
-                   and not (r["impl"] == "kl" and r["variant"] < 0)]
-        pts = [r for r in plotted if (r.get("flops") or 0) > 0 and (r.get("bytes") or 0) > 0]
-        fig, ax = plt.subplots(figsize=(11, 7), dpi=110)
+        fam_color = {f: matplotlib.colormaps.get_cmap("tab10")(i) for i, f in enumerate(FAMILY_ORDER)}
+        pts = []  # (family, label, ai, best, auto, ref, torch) in TFLOP/s
+        for family in FAMILY_ORDER:
+            for op, dt, dims, label in CHART.get(family, []):
+                got = self.headline_pick(family, op, dt, dims)
+                if not got:
+                    continue
+                rs = got[1]
+                best = self.best_rung(rs)
+                if best is None or not (best.get("flops") or 0) or not (best.get("bytes") or 0):
+                    continue
+                t = tflops(best)
+
+                def on_scale(r):
+                    return t * best["median_ms"] / r["median_ms"] if r is not None else None
+                ref, _ = self.reference(best, rs)
+                pts.append((family, label, best["flops"] / best["bytes"], t, on_scale(self.auto_row(rs)),
+                            on_scale(ref), on_scale(self.fastest(rs, TORCH_IMPLS))))
+        fig, ax = plt.subplots(figsize=(8.5, 6), dpi=100)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ais = [r["flops"] / r["bytes"] for r in pts] or [1.0, 100.0]
-        xmin, xmax = min(ais) / 3, max(ais) * 3
-        xmin, xmax = min(xmin, 0.1), max(xmax, 1000.0)
+        ais = [p[2] for p in pts] or [1.0, 100.0]
+        xmin, xmax = min(min(ais) / 3, 0.1), max(max(ais) * 12, 1000.0)  # room for the labels
         bw = self.rf.get("copy")
         ceilings = [(op, self.rf[op]) for op in ("wgmma_bf16", "mma_sync_bf16", "fp32_fma") if op in self.rf]
-        top = max([c for _, c in ceilings] + [max((tflops(r) for r in pts), default=1.0)])
+        ys = [v for p in pts for v in p[3:] if v]
+        top = max([c for _, c in ceilings] + ys + [1.0])
         if bw:
-            xr = top * 1000.0 / bw
-            ax.plot([xmin, xr], [xmin * bw / 1000.0, top], color="0.2", lw=1.5)
-            ax.text(xmin * 1.2, xmin * 1.2 * bw / 1000.0 * 4, "copy %.0f GB/s\n(measured)" % bw,
-                    fontsize=8, color="0.2")
+            ax.plot([xmin, top * 1000.0 / bw], [xmin * bw / 1000.0, top], color="0.3", lw=1.2)
+            ax.text(xmin * 1.3, xmin * 1.3 * bw / 1000.0 * 1.6, "copy %.0f GB/s" % bw, fontsize=8,
+                    color="0.3", rotation=28)
         styles = {"wgmma_bf16": "-", "mma_sync_bf16": "--", "fp32_fma": ":"}
         for k, (op, c) in enumerate(sorted(ceilings, key=lambda oc: -oc[1])):
             x0 = c * 1000.0 / bw if bw else xmin
-            ax.plot([x0, xmax], [c, c], color="0.2", lw=1.2, ls=styles[op])
-            # Alternate above / below the line so close ceilings keep readable labels.
-            ax.text(xmax / 1.05, c * (1.05 if k % 2 == 0 else 0.95), "%s %.0f TFLOP/s" % (op, c),
-                    ha="right", va="bottom" if k % 2 == 0 else "top", fontsize=8, color="0.2")
-        markers = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
-        fams = sorted({r["family"] for r in pts},
-                      key=lambda f: (FAMILY_ORDER.index(f) if f in FAMILY_ORDER else 99, f))
-        fmark = {f: markers[i % len(markers)] for i, f in enumerate(fams)}
-        maxv = max([r["variant"] for r in pts if r["impl"] == "kl"] + [1])
-        cmap = matplotlib.colormaps.get_cmap("viridis")
-        other_colors = {"cublas": "black", "cudaMemcpy": "black", "torch": "tab:red",
-                        "torch_compile": "tab:orange", "torch_sdpa_flash": "tab:purple",
-                        "torch_sdpa_cudnn": "tab:brown"}
-
-        def color(r):
-            if r["impl"] == "kl":
-                return "tab:pink" if r["variant"] < 0 else cmap(r["variant"] / maxv * 0.9)
-            return other_colors.get(r["impl"], "tab:gray")
-        for r in pts:
-            c = color(r)
-            hollow = bool(r.get("l2_resident"))
-            ax.scatter([r["flops"] / r["bytes"]], [tflops(r)], marker=fmark[r["family"]], s=36,
-                       facecolors="none" if hollow else c, edgecolors=c, linewidths=1.2, zorder=3)
-        handles = [Line2D([], [], ls="", marker=fmark[f], color="0.4", label=f) for f in fams]
-        impls = sorted({r["impl"] for r in pts if r["impl"] != "kl"}, key=lambda i: impl_rank({"impl": i, "variant": 0}))
-        handles += [Line2D([], [], ls="", marker="o", color=other_colors.get(i, "tab:gray"), label=i)
-                    for i in impls]
-        if any(r.get("l2_resident") for r in pts):
-            handles.append(Line2D([], [], ls="", marker="o", markerfacecolor="none", color="0.4",
-                                  label="L2-resident (hollow)"))
-        ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
-        if any(r["impl"] == "kl" and r["variant"] >= 0 for r in pts):
-            # One discrete colour per rung number, the same mapping as color() above.
-            levels = list(range(0, maxv + 1))
-            cols = [cmap(v / maxv * 0.9) for v in levels]
-            lc = matplotlib.colors.ListedColormap(cols)
-            norm = matplotlib.colors.BoundaryNorm([v - 0.5 for v in levels] + [maxv + 0.5], lc.N)
-            sm = matplotlib.cm.ScalarMappable(cmap=lc, norm=norm)
-            cb = fig.colorbar(sm, ax=ax, pad=0.01, ticks=levels)
-            cb.set_label("kl rung number (hollow: L2-resident)")
-        skipped = len(plotted) - len(pts)
-        if skipped:
-            ax.text(0.01, 0.99, "%d row%s without counted FLOPs (cudaMemcpy references) not plotted"
-                    % (skipped, "" if skipped == 1 else "s"),
-                    transform=ax.transAxes, ha="left", va="top", fontsize=8, color="0.3")
+            ax.plot([x0, xmax], [c, c], color="0.3", lw=1.0, ls=styles[op])
+            # The highest ceiling's label above its line, the others below theirs.
+            ax.text(x0 * 1.08, c * (1.06 if k == 0 else 0.94), "%s %.0f TFLOP/s" % (op, c), ha="left",
+                    va="bottom" if k == 0 else "top", fontsize=8, color="0.3")
+        for family, label, ai, t, auto, ref, torch in pts:
+            col = fam_color.get(family, "0.4")
+            ax.scatter([ai], [t], s=60, color=col, zorder=4)
+            if auto:
+                ax.scatter([ai], [auto], s=140, facecolors="none", edgecolors=col, linewidths=1.4, zorder=4)
+            if ref:
+                ax.scatter([ai], [ref], s=60, marker="x", color="k", zorder=5)
+            if torch:
+                ax.scatter([ai], [torch], s=45, marker="^", facecolors="none", edgecolors="tab:red", zorder=5)
+        # Labels: a lone point gets its label beside it; points close together get theirs fanned out
+        # in a column to their right, each with a thin leader line.
+        clusters = []
+        for p in sorted(pts, key=lambda p: p[2]):
+            for c in clusters:
+                if any(abs(math.log10(p[2] / q[2])) < 0.35 and abs(math.log10(p[3] / q[3])) < 0.3 for q in c):
+                    c.append(p)
+                    break
+            else:
+                clusters.append([p])
+        for c in clusters:
+            if len(c) == 1:
+                family, label, ai, t = c[0][:4]
+                ax.annotate(label, (ai, t), xytext=(9, -12), textcoords="offset points", fontsize=8,
+                            color=fam_color.get(family, "0.4"))
+                continue
+            c.sort(key=lambda p: -p[3])
+            x = max(p[2] for p in c) * 3.0
+            mid = math.exp(sum(math.log(p[3]) for p in c) / len(c))
+            for k, (family, label, ai, t) in enumerate(p[:4] for p in c):
+                col = fam_color.get(family, "0.4")
+                ax.annotate(label, (ai, t), xytext=(x, mid * 1.7 ** ((len(c) - 1) / 2.0 - k)),
+                            textcoords="data", fontsize=8, color=col, va="center",
+                            arrowprops=dict(arrowstyle="-", color=col, lw=0.6))
+        handles = [Line2D([], [], ls="", marker="o", color="0.3", label="best rung"),
+                   Line2D([], [], ls="", marker="o", markerfacecolor="none", markersize=10, color="0.3",
+                          label="entry point"),
+                   Line2D([], [], ls="", marker="x", color="k", label="reference (cuBLAS / cudaMemcpy)"),
+                   Line2D([], [], ls="", marker="^", markerfacecolor="none", color="tab:red",
+                          label="fastest PyTorch")]
+        handles += [Line2D([], [], ls="", marker="s", color=fam_color[f], label=f)
+                    for f in FAMILY_ORDER if any(p[0] == f for p in pts)]
+        ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9)
         ax.set_xlim(xmin, xmax)
-        ymin = min([tflops(r) for r in pts] + [xmin * (bw or 1000.0) / 1000.0]) / 2
-        ax.set_ylim(ymin, top * 2)
+        ax.set_ylim(min(ys + [xmin * (bw or 1000.0) / 1000.0]) / 2, top * 2.5)
         ax.set_xlabel("arithmetic intensity (counted FLOPs / minimum DRAM bytes)")
-        ax.set_ylabel("achieved TFLOP/s (counted FLOPs / median time)")
-        ax.set_title("Roofline: %s (measured roofs from bench_peak)" % self.rows[0]["device"]["name"])
-        ax.grid(True, which="both", alpha=0.25)
+        ax.set_ylabel("TFLOP/s (counted FLOPs / median time)")
+        ax.set_title("Roofline: %s, the ladders' chart shapes" % self.rows[0]["device"]["name"], fontsize=10)
+        ax.grid(True, which="both", alpha=0.2)
         if not pts:
-            ax.text(0.5, 0.5, "no rows with counted FLOPs and bytes", transform=ax.transAxes,
-                    ha="center")
+            ax.text(0.5, 0.5, "no rows with counted FLOPs and bytes", transform=ax.transAxes, ha="center")
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)
+
+    def readme_tables(self, readme_dir):
+        rel = os.path.relpath(self.folder, readme_dir).replace(os.sep, "/")
+        return "\n".join(["Generated by `scripts/report.py`; every shape is in [%s/tables.md](%s/tables.md)."
+                          % (rel, rel), ""] +
+                         ["- %s: [chart](%s/ladder_%s.png), [tables](%s/tables.md#%s), [design note](docs/%s.md)"
+                          % (f, rel, f, rel, f, f) for f in self.families()])
 
 
 # ------------------------------------------------------------------------------------------ README
@@ -667,33 +990,64 @@ def replace_between(text, begin, end, body, path):
 def update_readme(path, rep):
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    head = rep.context_line() + "\n\n" + rep.headline()
-    text = replace_between(text, BEGIN_HEAD, END_HEAD, head, path)
-    text = replace_between(text, BEGIN_TABLES, END_TABLES,
-                           rep.readme_tables(os.path.dirname(os.path.abspath(path))), path)
-    if BEGIN_H2H in text or END_H2H in text:  # optional block
-        rel = os.path.relpath(rep.folder, os.path.dirname(os.path.abspath(path))).replace(os.sep, "/")
-        text = replace_between(text, BEGIN_H2H, END_H2H, h2h_section(rep.folder, rel), path)
+    here = os.path.dirname(os.path.abspath(path))
+    rel = os.path.relpath(rep.folder, here).replace(os.sep, "/")
+    text = replace_between(text, BEGIN_HEAD, END_HEAD, rep.context_line() + "\n\n" + rep.headline(), path)
+    optional = [(BEGIN_RUN, END_RUN, lambda: rep.run_line()),
+                (BEGIN_TABLES, END_TABLES, lambda: rep.readme_tables(here)),
+                (BEGIN_H2H, END_H2H, lambda: h2h_section(rep.folder, rel))]
+    for begin, end, body in optional:
+        if begin in text or end in text:
+            text = replace_between(text, begin, end, body(), path)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+
+
+def update_docs(docs, rep):
+    """The LADDER TABLE block of every <docs>/<family>.md that has one; returns the files written."""
+    written = []
+    for fam in rep.families():
+        path = os.path.join(docs, fam + ".md")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if BEGIN_LADDER not in text and END_LADDER not in text:
+            continue
+        rel = os.path.relpath(rep.folder, docs).replace(os.sep, "/")
+        new = replace_between(text, BEGIN_LADDER, END_LADDER, rep.ladder_table(fam, rel), path)
+        if new != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+        written.append(path)
+    return written
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folder", help="results/<device>/ with the *.jsonl of one device")
-    ap.add_argument("--readme", help="README to update between the GENERATED markers")
+    ap.add_argument("--readme", help="README to update between its markers")
+    ap.add_argument("--docs", help="folder of the design notes whose LADDER TABLE blocks to update")
     ap.add_argument("--quiet", action="store_true", help="do not print the headline table")
     a = ap.parse_args(argv)
     try:
         if not os.path.isdir(a.folder):
             raise ReportError("%s is not a folder" % a.folder)
+        if a.docs and not os.path.isdir(a.docs):
+            raise ReportError("--docs %s is not a folder" % a.docs)
         rows = load_rows(a.folder)
         rep = Report(a.folder, rows, read_env(a.folder))
+        charts = []
+        for old in glob.glob(os.path.join(a.folder, "ladder_*.png")):
+            os.remove(old)
+        for fam in rep.families():
+            charts += rep.ladder_charts(fam, a.folder)
+        png = os.path.join(a.folder, "roofline.png")
+        rep.roofline(png)
         tables = os.path.join(a.folder, "tables.md")
         with open(tables, "w", encoding="utf-8") as f:
             f.write(rep.tables_md())
-        png = os.path.join(a.folder, "roofline.png")
-        rep.roofline(png)
+        docs = update_docs(a.docs, rep) if a.docs else []
         if a.readme:
             update_readme(a.readme, rep)
     except ReportError as e:
@@ -704,9 +1058,9 @@ def main(argv=None):
         print()
         print(rep.headline())
         print()
-    print("report.py: wrote %s and %s%s (%d rows)" % (
-        tables, png, " and updated " + a.readme if a.readme else "", len(rep.rows)),
-        file=sys.stderr)
+    print("report.py: wrote %s, %s and %d ladder charts%s%s (%d rows)" % (
+        tables, png, len(charts), "; updated " + a.readme if a.readme else "",
+        "; ladder tables in %d design notes" % len(docs) if a.docs else "", len(rep.rows)), file=sys.stderr)
     return 0
 
 

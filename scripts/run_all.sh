@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# scripts/run_all.sh — the README's bench command: build, run every bench on its default shapes, the
-# PyTorch baseline where PyTorch is installed, then the tables, the roofline and the README tables.
+# scripts/run_all.sh — the README's bench command: every bench on its default shapes, the PyTorch
+# baseline, the head to head, then the tables, the charts and (on the README's card) the README.
 #
-#   scripts/run_all.sh
+#   scripts/run_all.sh                 the full run into results/<device>/ (replacing the last one)
+#   scripts/run_all.sh --no-h2h        everything but the head to head
+#   scripts/run_all.sh --h2h-only      only the head to head (and the report), into the rows of an
+#                                      earlier --no-h2h run of the same commit
+#   scripts/run_all.sh --readme        rewrite README.md even if the run's card is not the README's
+#   scripts/run_all.sh --no-readme     never rewrite README.md
 #
-# Environment (all optional):
-#   KL_ARCH         CMAKE_CUDA_ARCHITECTURES (default: this machine's GPU, e.g. 90a on an H200)
-#   KL_BUILD_DIR    build folder (default: build)
-#   KL_JOBS         parallel build jobs (default: nproc)
-#   KL_RESULTS_DIR  output folder (default: results/<device slug>, e.g. results/h200)
-#   KL_BENCH_ARGS   extra flags for every family bench (e.g. "--quick")
-#   KL_NO_TORCH=1   skip the PyTorch baseline
-#   KL_NO_H2H=1     skip the head-to-head (scripts/h2h.py: the issues' comparison shapes, arms interleaved)
-#   KL_NO_README=1  do not touch README.md (tables.md and roofline.png are still written)
+# Environment (all optional): KL_ARCH (CMAKE_CUDA_ARCHITECTURES; default this GPU's, e.g. 90a),
+# KL_BUILD_DIR (build), KL_JOBS (nproc), KL_RESULTS_DIR (results/<device slug>; point development
+# runs at an ignored folder such as out/), KL_BENCH_ARGS (extra flags for every family bench, e.g.
+# "--quick"), KL_NO_TORCH=1 (no PyTorch rows).
 #
-# Writes results/<device>/<family>.jsonl (peak.jsonl, torch.jsonl, ...), env.txt, tables.md,
-# roofline.png, h2h/ (rows.jsonl, table.md, log.txt of scripts/h2h.py), and the generated sections
-# of README.md. Exits non-zero if any bench failed (the
-# other benches still run, and the report is still generated from what was measured).
+# Writes into the results folder: <family>.jsonl, peak.jsonl, torch.jsonl, h2h/, env.txt (what ran,
+# where, how long), run_all.log (this script's whole output), tables.md, roofline.png and
+# ladder_<family>.png; with the README, also the ladder tables of docs/<family>.md. Exits non-zero
+# if any step failed (the later steps still run).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,38 +26,93 @@ KL_SCRIPT=run_all
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
-# ---- a GPU first: nothing below makes sense without one.
+H2H=1 BENCHES=1 README=auto
+for a in "$@"; do
+  case "$a" in
+    --no-h2h) H2H=0 ;;
+    --h2h-only) BENCHES=0 ;;
+    --readme) README=yes ;;
+    --no-readme) README=no ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_all.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ "${KL_NO_H2H:-0}" = 1 ] && H2H=0
+[ "${KL_NO_README:-0}" = 1 ] && README=no
+[ $BENCHES = 0 ] && [ $H2H = 0 ] && { echo "run_all.sh: --h2h-only and --no-h2h leave nothing to run" >&2; exit 2; }
+
+# ---- set-up and the checks that must pass before minutes of benchmarking (matplotlib included)
+scripts/setup.sh bench || exit $?
+if ! command -v nvcc >/dev/null 2>&1; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 kl_require_gpu
 OUT="${KL_RESULTS_DIR:-results/$SLUG}"
 BUILD="${KL_BUILD_DIR:-${KL_BUILD:-build}}"
 JOBS="${KL_JOBS:-$(nproc)}"
+HAVE_TORCH=0
+if [ "${KL_NO_TORCH:-0}" != 1 ] &&
+   python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  HAVE_TORCH=1
+fi
+
 mkdir -p "$OUT"
+if [ $BENCHES = 1 ]; then
+  # The folder holds one run: the last run's outputs go (git keeps them).
+  rm -rf "$OUT"/*.jsonl "$OUT"/*.png "$OUT"/tables.md "$OUT"/h2h
+  exec > >(tee "$OUT/run_all.log") 2>&1
+else
+  [ -s "$OUT/env.txt" ] || die "--h2h-only adds to an earlier run in $OUT, and there is none (no env.txt)"
+  exec > >(tee "$OUT/run_all_h2h.log") 2>&1
+fi
+
+# ---- the steps, counted up front so that progress reads "step i of N"
+STEPS=(build)
+if [ $BENCHES = 1 ]; then
+  STEPS+=(bench_peak)
+  for b in bench/bench_*.cu; do
+    n="$(basename "$b" .cu)"; [ "$n" = bench_peak ] || STEPS+=("$n")
+  done
+  [ $HAVE_TORCH = 1 ] && STEPS+=(torch)
+fi
+[ $H2H = 1 ] && STEPS+=(h2h)
+STEPS+=(report)
+STEP=0
+step() { STEP=$((STEP + 1)); say "step $STEP of ${#STEPS[@]}: $*"; }
+
 say "GPU: $GPU_NAME (driver $DRIVER) -> $OUT"
-
-# ---- build
-kl_build
-
-# ---- what this run is (report.py reads env.txt for the driver release)
-{
-  echo "gpu=$GPU_NAME"
-  echo "driver_version=$DRIVER"
-  echo "nvcc=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
-  echo "git_commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-  echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "arch=${KL_ARCH:-$(kl_gpu_arch)}"
-} >"$OUT/env.txt"
-
-# ---- benches: bench_peak first (the roofs), then every family on its default shapes.
 FAILED=()
+
+step "build"
+T_BUILD=$(date +%s)
+kl_build
+BUILD_SECONDS=$(( $(date +%s) - T_BUILD ))
+
+commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+if [ $BENCHES = 1 ]; then
+  {
+    echo "gpu=$GPU_NAME"
+    echo "driver_version=$DRIVER"
+    echo "nvcc=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p' | head -n1)"
+    echo "git_commit=$commit"
+    echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "arch=${KL_ARCH:-$(kl_gpu_arch)}"
+    [ $HAVE_TORCH = 1 ] && echo "torch=$(python3 -c 'import torch; print(torch.__version__)')"
+    echo "build_seconds=$BUILD_SECONDS"
+  } >"$OUT/env.txt"
+else
+  run_commit="$(sed -n 's/^git_commit=//p' "$OUT/env.txt")"
+  [ "$run_commit" = "$commit" ] ||
+    die "--h2h-only: $OUT holds a run of commit $run_commit, this tree is $commit (one run of one commit)"
+fi
+
 run_bench() {  # run_bench NAME FILE ARGS...
   local name="$1" file="$2"; shift 2
-  : >"$file"  # this run's rows only (the previous run is in git)
-  say "$name $* -> $file"
-  local t
+  step "$name -> $file"
+  local t rc n
   t=$(date +%s)
+  [ -x "$BUILD/$name" ] || { FAILED+=("$name (not built)"); say "$name was not built"; return; }
   "$BUILD/$name" "$@" --out "$file"
-  local rc=$?
-  local n; n=$(grep -c . "$file" 2>/dev/null || true)
+  rc=$?
+  n=$(grep -c . "$file" 2>/dev/null || true)
   if [ $rc -ne 0 ]; then
     FAILED+=("$name (exit $rc)")
     say "$name FAILED (exit $rc) after $(( $(date +%s) - t )) s, $n rows kept"
@@ -66,66 +121,60 @@ run_bench() {  # run_bench NAME FILE ARGS...
   fi
 }
 
-[ -x "$BUILD/bench_peak" ] || die "$BUILD/bench_peak was not built"
-run_bench bench_peak "$OUT/peak.jsonl"
-for b in "$BUILD"/bench_*; do
-  name="$(basename "$b")"
-  if [ ! -f "$b" ] || [ ! -x "$b" ]; then continue; fi
-  [ "$name" = bench_peak ] && continue
-  fam="${name#bench_}"
-  # shellcheck disable=SC2086
-  run_bench "$name" "$OUT/$fam.jsonl" ${KL_BENCH_ARGS:-}
-done
-
-# ---- PyTorch, where it is installed
-HAVE_TORCH=0
-if [ "${KL_NO_TORCH:-0}" != 1 ] &&
-   python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
-  HAVE_TORCH=1
-fi
-if [ "${KL_NO_TORCH:-0}" = 1 ]; then
-  say "PyTorch baseline skipped (KL_NO_TORCH=1)"
-elif [ $HAVE_TORCH = 1 ]; then
-  echo "torch=$(python3 -c 'import torch; print(torch.__version__)')" >>"$OUT/env.txt"
-  : >"$OUT/torch.jsonl"
-  say "PyTorch baseline -> $OUT/torch.jsonl"
-  t=$(date +%s)
-  if python3 scripts/torch_baseline.py --out "$OUT/torch.jsonl"; then
-    say "PyTorch baseline done in $(( $(date +%s) - t )) s"
+if [ $BENCHES = 1 ]; then
+  T_BENCH=$(date +%s)
+  run_bench bench_peak "$OUT/peak.jsonl"
+  for s in "${STEPS[@]}"; do
+    case "$s" in bench_peak|build|torch|h2h|report) continue ;; esac
+    # shellcheck disable=SC2086
+    run_bench "$s" "$OUT/${s#bench_}.jsonl" ${KL_BENCH_ARGS:-}
+  done
+  if [ $HAVE_TORCH = 1 ]; then
+    step "PyTorch baseline -> $OUT/torch.jsonl"
+    t=$(date +%s)
+    if python3 scripts/torch_baseline.py --out "$OUT/torch.jsonl"; then
+      say "PyTorch baseline done in $(( $(date +%s) - t )) s"
+    else
+      FAILED+=("torch_baseline.py (exit $?)")
+    fi
+  elif [ "${KL_NO_TORCH:-0}" = 1 ]; then
+    say "PyTorch baseline skipped (KL_NO_TORCH=1)"
   else
-    FAILED+=("torch_baseline.py (exit $?)")
+    say "PyTorch with CUDA not importable by python3: no PyTorch rows (install torch for the comparison)"
   fi
-else
-  say "PyTorch with CUDA not importable by python3: no torch rows (pip install torch for the comparison)"
+  echo "bench_seconds=$(( $(date +%s) - T_BENCH ))" >>"$OUT/env.txt"
 fi
 
-# ---- head to head: the shapes the issues' ratio bars name, our rows and the libraries' interleaved
-# round-robin (best round per row, spread of the rounds); $OUT/h2h/table.md. The attention sets need
-# PyTorch (its SDPA rows are the comparison).
-if [ "${KL_NO_H2H:-0}" = 1 ]; then
-  say "head to head skipped (KL_NO_H2H=1)"
-else
+# ---- head to head: the comparison shapes, our rows and the libraries' interleaved round-robin
+# (best round per row, spread of the rounds). The attention sets need PyTorch (its SDPA rows).
+if [ $H2H = 1 ]; then
   H2H_SETS=gemm_bf16,sgemm
   [ $HAVE_TORCH = 1 ] && H2H_SETS=attention,gemm_bf16,sgemm,attention_d64
   H2H_ROUNDS=3
   case " ${KL_BENCH_ARGS:-} " in *" --quick "*) H2H_ROUNDS=1 ;; esac  # a smoke run: one round
-  say "head to head ($H2H_SETS, $H2H_ROUNDS rounds) -> $OUT/h2h/"
+  step "head to head ($H2H_SETS, $H2H_ROUNDS rounds) -> $OUT/h2h/"
   t=$(date +%s)
   if python3 scripts/h2h.py --build "$BUILD" --dir "$OUT/h2h" --set "$H2H_SETS" --rounds "$H2H_ROUNDS" >/dev/null; then
     say "head to head done in $(( $(date +%s) - t )) s: $OUT/h2h/table.md"
   else
     FAILED+=("h2h.py (exit $?)")
   fi
+  sed -i '/^h2h_seconds=/d' "$OUT/env.txt"
+  echo "h2h_seconds=$(( $(date +%s) - t ))" >>"$OUT/env.txt"
 fi
 
-# ---- tables, roofline, README
-python3 -c 'import matplotlib' 2>/dev/null || die "python3 has no matplotlib (pip install matplotlib); rows are in $OUT"
-README_ARGS=(--readme README.md)
-[ "${KL_NO_README:-0}" = 1 ] && README_ARGS=()
-say "report: scripts/report.py $OUT ${README_ARGS[*]}"
-python3 scripts/report.py "$OUT" "${README_ARGS[@]}" || die "report.py failed"
+# ---- tables, charts, README (only on the README's card, unless asked)
+readme_device="$(sed -n 's/.*<!-- readme-device: \([a-z0-9-]*\) -->.*/\1/p' README.md 2>/dev/null | head -n1)"
+REPORT_ARGS=()
+if [ $README = yes ] || { [ $README = auto ] && [ "$readme_device" = "$SLUG" ]; }; then
+  REPORT_ARGS=(--readme README.md --docs docs)
+elif [ $README = auto ]; then
+  say "README.md left alone: it shows ${readme_device:-no} card's run, this is $SLUG (--readme rewrites it)"
+fi
+step "report: scripts/report.py $OUT ${REPORT_ARGS[*]}"
+python3 scripts/report.py "$OUT" "${REPORT_ARGS[@]}" || FAILED+=("report.py")
 
-say "finished in $(( $(date +%s) - KL_T0 )) s: $OUT/tables.md, $OUT/roofline.png$([ ${#README_ARGS[@]} -gt 0 ] && echo ', README.md')"
+say "finished in $(( $(date +%s) - KL_T0 )) s: $OUT/tables.md, $OUT/*.png$([ ${#REPORT_ARGS[@]} -gt 0 ] && echo ', README.md')"
 if [ ${#FAILED[@]} -gt 0 ]; then
   printf 'run_all.sh: FAILED: %s\n' "${FAILED[@]}" >&2
   exit 1

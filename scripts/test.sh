@@ -32,5 +32,9 @@ echo "test.sh: cmake ${CMAKE_ARGS[*]}"
 cmake "${CMAKE_ARGS[@]}"
 echo "test.sh: cmake --build $BUILD -j$JOBS"
 cmake --build "$BUILD" -j"$JOBS"
+echo "test.sh: commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 echo "test.sh: ctest --test-dir $BUILD --output-on-failure $*"
-ctest --test-dir "$BUILD" --output-on-failure "$@"
+rc=0
+ctest --test-dir "$BUILD" --output-on-failure "$@" || rc=$?
+echo "test.sh: finished in $SECONDS s (exit $rc)"
+exit $rc

@@ -52,60 +52,72 @@ def main():
     os.makedirs(out)
     check(len(FIXTURES) >= 3, "fixtures present", str(FIXTURES))
 
-    # ---- the happy path: tables.md, roofline.png, README markers
+    # ---- the happy path: tables.md, charts, README markers, design-note ladder tables
     good = os.path.join(out, "h200")
     fresh(good, FIXTURES)
+    with open(os.path.join(good, "env.txt"), "w") as f:
+        f.write("gpu=NVIDIA H200\ndriver_version=580.1\ngit_commit=abc123\nbuild_seconds=60\n"
+                "bench_seconds=420\nh2h_seconds=300\n")
+    with open(os.path.join(good, "test.log"), "w") as f:
+        f.write("test.sh: commit abc123\n100% tests passed, 0 tests failed out of 170\n"
+                "test.sh: finished in 240 s (exit 0)\n")
     readme = os.path.join(out, "README.md")
     with open(readme, "w") as f:
         f.write("# title\n\nhand-written intro\n\n<!-- BEGIN HEADLINE -->\nstale headline\n"
-                "<!-- END HEADLINE -->\n\nhand-written middle\n\n<!-- BEGIN GENERATED TABLES -->\n"
-                "stale tables\n<!-- END GENERATED TABLES -->\n\nhand-written end\n")
-    rc, so, se = run(good, "--readme", readme)
+                "<!-- END HEADLINE -->\n\nhand-written middle\n\n<!-- BEGIN RUN -->\nstale run\n"
+                "<!-- END RUN -->\n\nhand-written end\n")
+    docs = os.path.join(out, "docs")
+    os.makedirs(docs)
+    with open(os.path.join(docs, "rmsnorm.md"), "w") as f:
+        f.write("# rmsnorm\n\n<!-- BEGIN LADDER TABLE -->\nstale ladder\n<!-- END LADDER TABLE -->\n\n### 01\n")
+    rc, so, se = run(good, "--readme", readme, "--docs", docs)
     check(rc == 0, "report.py exits 0 on the fixture", se)
     tables_path = os.path.join(good, "tables.md")
-    png = os.path.join(good, "roofline.png")
     check(os.path.exists(tables_path), "tables.md written")
-    check(os.path.exists(png) and os.path.getsize(png) > 10000, "roofline.png written")
-    with open(png, "rb") as f:
-        check(f.read(8) == b"\x89PNG\r\n\x1a\n", "roofline.png is a PNG")
+    for name in ("roofline.png", "ladder_rmsnorm.png", "ladder_rmsnorm_2.png", "ladder_gemm_bf16.png",
+                 "ladder_gemm_bf16_2.png"):
+        png = os.path.join(good, name)
+        ok = os.path.exists(png) and os.path.getsize(png) > 10000
+        if ok:
+            with open(png, "rb") as f:
+                ok = f.read(8) == b"\x89PNG\r\n\x1a\n"
+        check(ok, "%s written (a PNG)" % name)
+    check(not os.path.exists(os.path.join(good, "ladder_swiglu.png")), "no chart for a family without rows")
     md = open(tables_path).read() if os.path.exists(tables_path) else ""
 
+    check("## Contents" in md and "- [rmsnorm](#rmsnorm)" in md and "- [gemm_bf16](#gemm_bf16)" in md,
+          "table of contents")
     check("## rmsnorm" in md and "### add_rmsnorm" in md and "## gemm_bf16" in md,
           "sections per family and op")
     check(md.find("## rmsnorm") < md.find("## gemm_bf16"), "families in ladder order")
-    # Rung 01 rmsnorm: 3600 GB/s against a 4000 GB/s copy roof = 90%; cudaMemcpy 3800 GB/s of the
-    # same bytes = 0.95x; torch (2000 GB/s) 1.80x; torch_compile (3000 GB/s) 1.20x.
-    r = table_row(md, "01", "warp_per_row", "rows=16384,cols=8192")
-    check(r is not None, "rmsnorm rung 01 row present", md)
-    if r:
-        check("3600" in r, "rmsnorm rung 01 GB/s", str(r))
-        check("90% bw" in r, "rmsnorm rung 01 % of copy roof", str(r))
-        check("0.95×" in r, "rmsnorm rung 01 ratio to cudaMemcpy", str(r))
-        check("1.80×" in r and "1.20×" in r, "rmsnorm rung 01 ratios to torch and torch_compile",
-              str(r))
-        check("a warp per row, shuffle reduction" in r, "change column from the row", str(r))
-    hdr = table_row(md, "rung", "name", "change", "shape", "dtype", "median ms")
-    check(hdr is not None and "× torch_compile" in hdr and "% roof" in hdr and "L2" in hdr,
-          "rmsnorm table header has ratio, roof and L2 columns", str(hdr))
-    a = table_row(md, "auto", "rows=16384,cols=8192")
-    check(a is not None, "auto row present")
-    l2 = table_row(md, "rows=64,cols=1024")
-    check(l2 is not None and "L2-resident" in l2, "l2_resident row marked", str(l2))
+    check("![rmsnorm ladder](ladder_rmsnorm.png)" in md, "tables.md shows the family's charts")
+    # The rung list carries the change text once per rung.
+    r = table_row(md, "01", "warp_per_row", "a warp per row, shuffle reduction")
+    check(r is not None, "rung list: rung 01 with its change", md)
+    sec = md[md.find("### rmsnorm"):md.find("### add_rmsnorm")]
+    check(sec.count("a warp per row, shuffle reduction") == 1, "change text once per rung", sec)
+    # Rung-by-shape: rung 01 rmsnorm 3600 GB/s, 0.95x the same-run cudaMemcpy; the best rung in bold.
+    hdr = table_row(sec, "rung", "bf16 rows=16384,cols=8192 (GB/s)")
+    check(hdr is not None, "rung-by-shape header: dtype, shape and unit per column", sec)
+    check(hdr is not None and any("rows=64,cols=1024, L2-resident" in c for c in hdr),
+          "L2-resident shape marked in its column head", str(hdr))
+    r = table_row(sec, "01 warp_per_row")
+    check(r is not None and "**3600** (0.95×)" in r, "rung 01: rate, bold as the best, ratio to cudaMemcpy", str(r))
+    t = [ln for ln in sec.splitlines() if ln.startswith("| torch_compile |")]
+    check(any("| 3000 |" in ln for ln in t), "PyTorch row on the rungs' scale", str(t))
     # gemm 4096^3: the newer run (0.25 ms, 549.8 TFLOP/s) replaces the older one (1.0 ms).
-    g = table_row(md, "02", "M=4096,N=4096,K=4096")
-    check(g is not None and "0.2500" in g and "549.8" in g, "latest timestamp kept", str(g))
-    check(g is not None and "0.80×" in g, "gemm ratio to the same-run cuBLAS row (0.2/0.25)", str(g))
-    check(g is not None and "69% wgmma" in g, "gemm % of the measured wgmma roof (549.8/800)", str(g))
-    check(g is not None and "0.84×" in g, "gemm ratio to torch (0.21/0.25)", str(g))
-    check("1.000" not in (table_row(md, "02", "M=4096,N=4096,K=4096") or []),
-          "older duplicate dropped")
-    d = table_row(md, "02", "M=16,N=4096,K=4096")
-    check(d is not None and "% bw" in " ".join(d), "decode-shaped GEMM judged against bandwidth",
-          str(d))
-    check("wgmma_bf16" in md and "800.0 TFLOP/s" in md and "4000 GB/s" in md,
-          "measured roofs table")
-    # The read roof and the empty launch are listed, and the read roof (4400 GB/s) does not become
-    # the copy roof (rmsnorm rung 01's 90% above is against 4000).
+    gsec = md[md.find("## gemm_bf16"):]
+    g = table_row(gsec, "02 mma_ldmatrix")
+    check(g is not None and "**549.8** (0.80×)" in g, "latest timestamp kept, ratio to the same-run cuBLAS", str(g))
+    check(g is not None and any("% bw" not in c and "(0.80×)" in c for c in g) and "1.000" not in " ".join(g),
+          "older duplicate dropped", str(g))
+    # The entry point against the fastest library row (torch_compile 0.17896 ms over auto 0.14914).
+    e = table_row(md, "rmsnorm", "rows=16384,cols=8192", "01")
+    check(e is not None and "torch_compile" in e and "1.200" in e and "" in e,
+          "entry point vs fastest library: ratio library / auto", str(e))
+    check("behind the fastest library row" in md and "by more than 2% on 0 of 1 shapes" in md,
+          "entry point vs fastest library: the count", md[md.find("## Entry point"):][:600])
+    check("wgmma_bf16" in md and "800.0 TFLOP/s" in md and "4000 GB/s" in md, "measured roofs table")
     check("4400 GB/s (read)" in md, "read_stream row in the roofs table", md[md.find("## Measured roofs"):][:2000])
     check("5.50 us a launch, 1.20 us back to back" in md, "launch_empty row in the roofs table",
           md[md.find("## Measured roofs"):][:2000])
@@ -116,17 +128,27 @@ def main():
     check(all(s in text for s in ("hand-written intro", "hand-written middle", "hand-written end")),
           "README text outside the markers kept")
     hl = text[text.find("<!-- BEGIN HEADLINE -->"):text.find("<!-- END HEADLINE -->")]
-    hr = table_row(hl, "gemm_bf16", "M=4096,N=4096,K=4096")
+    hr = table_row(hl, "gemm", "bf16 4096×4096×4096")
     check(hr is not None and "02 mma_ldmatrix" in hr and "0.80×" in hr and "0.84×" in hr,
           "headline: best rung vs cuBLAS and PyTorch", hl)
+    ar = table_row(hl, "rmsnorm", "bf16 16384×8192")
+    check(ar is not None and "→ 01 (0.95×)" in ar, "headline: the entry point's pick and ratio", str(ar))
     check("NVIDIA H200" in hl and "2026-11-29" in hl and "driver" in hl and "CUDA" in hl,
           "headline names card, date, driver, CUDA", hl)
-    check("roofline.png" in text and "tables.md" in text, "README links the roofline and tables")
-    check(table_row(so, "gemm_bf16", "M=4096,N=4096,K=4096") is not None,
-          "headline printed on stdout", so)
-    # Idempotent: a second run gives the same README.
-    rc2, _, _ = run(good, "--readme", readme)
-    check(rc2 == 0 and open(readme).read() == text, "README update is idempotent")
+    run_block = text[text.find("<!-- BEGIN RUN -->"):text.find("<!-- END RUN -->")]
+    check("`scripts/run_all.sh` took 13 min on the NVIDIA H200" in run_block and "head to head 5.0 min" in run_block
+          and "`scripts/test.sh` took 4 min there (build and 170 tests, 0 failed; commit abc123)" in run_block,
+          "README run block: both commands' times", run_block)
+    check(table_row(so, "gemm", "bf16 4096×4096×4096") is not None, "headline printed on stdout", so)
+    note = open(os.path.join(docs, "rmsnorm.md")).read()
+    lr = table_row(note, "01", "warp_per_row")
+    check("stale" not in note and lr is not None and "3600" in lr and "3.60×" in lr and "0.95×" in lr,
+          "design note ladder table: rate, × previous rung (0.537/0.149), × reference", note)
+    check(note.endswith("### 01\n"), "design note text outside the markers kept", note)
+    # Idempotent: a second run gives the same README and notes.
+    rc2, _, _ = run(good, "--readme", readme, "--docs", docs)
+    check(rc2 == 0 and open(readme).read() == text and open(os.path.join(docs, "rmsnorm.md")).read() == note,
+          "README and note updates are idempotent")
 
     # ---- refusals
     mixed = os.path.join(out, "mixed")
