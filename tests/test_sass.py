@@ -3,7 +3,7 @@
 
     python3 tests/test_sass.py BUILD_DIR
 
-Issues 6 and 8 ask that the wgmma rungs show HGMMA in their SASS; the design notes also say which
+The wgmma rungs must show HGMMA in their SASS, and the design notes say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
   - every Hopper GEMM kernel (rungs 05-09, 12-16, and rung 11's wgmma tiles) and every Hopper
