@@ -2,16 +2,18 @@
 // reference (kernels/attention/reference.h), shared by bench_attention and the attention tests
 // (both parts of the ladder).
 //
-// attention_reference_sampled() downloads only what the sampled rows need (their Q rows and the
-// K/V heads they read) and computes the reference rows; attention_check_output() downloads those
-// rows of O and compares. Tolerance (bf16 output; P is rounded to bf16 before P V on the tensor
-// cores): |got - ref| <= 1e-2 * rms(ref) + 2^-8 * max|V| + 1e-2 * |ref| per element and a relative L2 error <= 1e-2
-// over the sampled rows. Expected errors are ~0.3% (one bf16 rounding of O, bf16 P); a wrong row,
-// a missing tile or a bad mask is off by O(rms).
+// attention_reference_sampled() picks the checked rows (every row of a small problem; otherwise at
+// least one row of every (batch, query head) pair, the corner rows, and random rows up to the
+// sample size), downloads their Q rows (one gather) and every K/V head they read (in chunks of
+// consecutive heads), and computes the reference rows; attention_check_output() gathers those rows
+// of O and compares. Tolerance (bf16 output; P is rounded to bf16 before P V on the tensor cores):
+// |got - ref| <= 1e-2 * rms(ref) + 2^-8 * max|V| + 1e-2 * |ref| per element and a relative L2 error
+// <= 1e-2 over the checked rows. Expected errors are ~0.3% (one bf16 rounding of O, bf16 P); a
+// wrong row, a missing tile or a bad mask is off by O(rms).
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -24,7 +26,8 @@ namespace kl::bench {
 
 struct AttentionCheck {
   std::vector<AttentionRowId> rows;
-  std::vector<double> ref;  // rows.size() * D
+  std::vector<long long> flat;  // each checked row's index in Q and O: (b * Hq + hq) * Sq + i
+  std::vector<double> ref;      // rows.size() * D
   Tolerance tol;
   bool all_rows = false;
 };
@@ -48,59 +51,129 @@ inline double attention_bytes(const AttentionArgs& a) {
   return 2.0 * a.D * (2.0 * a.B * a.Hq * a.Sq + 2.0 * a.B * a.Hkv * a.Skv);
 }
 
-// `max_rows`: sample size; every row when B*Hq*Sq <= all_rows_below and the cache is small (at most
-// 2^25 K elements), or when max_rows <= 0 (an explicit request for every row, whatever the cache).
+// K (and V) bf16 bytes downloaded at a time by the reference: consecutive KV heads up to this
+// size (at least one head).
+constexpr double kAttentionChunkBytes = double(512u << 20);
+
+// Whether every row is checked: B*Hq*Sq <= all_rows_below and the cache is small (at most 2^25 K
+// elements), or max_rows <= 0 (an explicit request for every row, whatever the cache).
+inline bool attention_checks_all_rows(const AttentionArgs& a, int max_rows, long long all_rows_below) {
+  const double total = static_cast<double>(a.B) * a.Hq * a.Sq;
+  const bool small_kv = static_cast<double>(a.B) * a.Hkv * a.Skv * a.D <= static_cast<double>(1 << 25);
+  return total <= static_cast<double>(all_rows_below) && (small_kv || max_rows <= 0);
+}
+// Rows checked, before de-duplication: every row, or one per (b, hq) pair + 3 corners + max_rows.
+inline double attention_checked_rows(const AttentionArgs& a, int max_rows, long long all_rows_below) {
+  if (attention_checks_all_rows(a, max_rows, all_rows_below)) return static_cast<double>(a.B) * a.Hq * a.Sq;
+  return static_cast<double>(a.B) * a.Hq + 3 + std::max(max_rows, 0);
+}
+// Host bytes the reference and a check hold at their peak: one chunk of K and V heads as floats
+// (with the bf16 staging of a download), and per checked row its Q row, reference row and output row.
+inline double attention_check_host_bytes(const AttentionArgs& a, int max_rows, long long all_rows_below = 4096) {
+  const double head = static_cast<double>(a.Skv) * a.D;  // elements of one K head
+  const double heads = static_cast<double>(a.B) * a.Hkv;
+  const double chunk = head * std::min(heads, std::max(1.0, std::floor(kAttentionChunkBytes / (2 * head))));
+  const double rows = attention_checked_rows(a, max_rows, all_rows_below);
+  return 10.0 * chunk + rows * (a.D * (4.0 + 8.0 + 4.0 + 2.0) + 32.0);
+}
+
+// The checked rows, sorted by their index in Q / O (so rows of one KV head are consecutive).
+inline std::vector<long long> attention_check_rows(const AttentionArgs& a, int max_rows, uint64_t seed,
+                                                   bool all_rows) {
+  const long long pairs = static_cast<long long>(a.B) * a.Hq, total = pairs * a.Sq;
+  std::vector<long long> f;
+  if (all_rows) {
+    f.resize(static_cast<size_t>(total));
+    for (long long k = 0; k < total; ++k) f[static_cast<size_t>(k)] = k;
+    return f;
+  }
+  uint64_t x = seed ? seed : 0x9E3779B97F4A7C15ULL;
+  auto next = [&x]() {  // splitmix64
+    uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  // The longest causal row of the first head, row 0, the last row of the last head (tail tiles).
+  f.reserve(static_cast<size_t>(pairs) + 3);
+  f.push_back(a.Sq - 1);
+  f.push_back(0);
+  f.push_back(total - 1);
+  for (long long p = 0; p < pairs; ++p)  // one row of every (b, hq) pair
+    f.push_back(p * a.Sq + static_cast<long long>(next() % static_cast<uint64_t>(a.Sq)));
+  std::sort(f.begin(), f.end());
+  f.erase(std::unique(f.begin(), f.end()), f.end());
+  const long long want = std::min<long long>(std::max(max_rows, 0), total);
+  if (static_cast<long long>(f.size()) < want) {  // random rows of random pairs up to the sample size
+    std::set<long long> s(f.begin(), f.end());
+    for (long long tries = 0; static_cast<long long>(s.size()) < want && tries < 64 * want; ++tries)
+      s.insert(static_cast<long long>(next() % static_cast<uint64_t>(total)));
+    f.assign(s.begin(), s.end());
+  }
+  return f;
+}
+
+// Largest |v| of a host array, over the host's cores.
+inline double attention_max_abs(const std::vector<float>& v) {
+  const long long n = static_cast<long long>(v.size());
+  const int t = parallel_chunks(n);
+  const long long per = (n + t - 1) / std::max(t, 1);
+  std::vector<double> part(static_cast<size_t>(std::max(t, 1)), 0.0);
+  parallel_for(t, [&](long long c0, long long c1) {
+    for (long long c = c0; c < c1; ++c) {
+      double m = 0;
+      for (long long i = c * per; i < std::min(n, (c + 1) * per); ++i)
+        m = std::max(m, static_cast<double>(std::fabs(v[static_cast<size_t>(i)])));
+      part[static_cast<size_t>(c)] = m;
+    }
+  }, 2);
+  return part.empty() ? 0.0 : *std::max_element(part.begin(), part.end());
+}
+
+// `max_rows`: sample size beyond the one row per (b, hq) pair; every row when
+// attention_checks_all_rows() (B*Hq*Sq <= all_rows_below and a small cache, or max_rows <= 0).
 inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int max_rows,
                                                   uint64_t seed, long long all_rows_below = 4096) {
   AttentionCheck c;
-  const long long total = static_cast<long long>(a.B) * a.Hq * a.Sq;
   const int D = a.D, G = a.Hq / a.Hkv;
-  // The host cost is the K/V heads downloaded (64 MB per head at Skv = 131072) and the rows x Skv
-  // double dot products. Every row when the problem is small in both; on a large cache (decode at
-  // B = 8, Hkv = 32, Skv = 131072 read 256 heads, 16 GB, and took tens of seconds) the sample stays
-  // within kMaxHeads KV heads: G * Sq rows each, so 8 rows at G = 1, Sq = 1.
-  constexpr int kMaxHeads = 8;
-  const bool small_kv = static_cast<double>(a.B) * a.Hkv * a.Skv * D <= static_cast<double>(1 << 25);
-  // max_rows <= 0 asks for every row explicitly (the tests): no cap then.
-  c.all_rows = total <= all_rows_below && (small_kv || max_rows <= 0);
-  if (!c.all_rows && !small_kv)
-    max_rows = static_cast<int>(std::min<long long>(max_rows, static_cast<long long>(kMaxHeads) * G * a.Sq));
-  c.rows = attention_sample_rows(a, c.all_rows ? static_cast<int>(total) : max_rows, seed, kMaxHeads);
-  std::vector<float> Qall;
-  if (c.all_rows) Qall = download_as_float(a.Q, static_cast<size_t>(total) * D, DType::bf16);
+  c.all_rows = attention_checks_all_rows(a, max_rows, all_rows_below);
+  c.flat = attention_check_rows(a, max_rows, seed, c.all_rows);
+  c.rows.reserve(c.flat.size());
+  for (long long f : c.flat)
+    c.rows.push_back({static_cast<int>(f / (static_cast<long long>(a.Hq) * a.Sq)),
+                      static_cast<int>((f / a.Sq) % a.Hq), static_cast<int>(f % a.Sq)});
+  const std::vector<float> q = gather_rows_as_float(a.Q, static_cast<size_t>(D), c.flat, DType::bf16);
   c.ref.resize(c.rows.size() * D);
   const double scale = attention_scale(a);
-  double vmax = 0;  // max |V| over the heads the sampled rows read
-  // Head by head (one K/V head on the host at a time: a 128K-token head is 128 MB as floats).
-  std::map<long long, std::vector<size_t>> by_head;  // b*Hkv+hkv -> indices into c.rows
-  for (size_t k = 0; k < c.rows.size(); ++k)
-    by_head[static_cast<long long>(c.rows[k].b) * a.Hkv + c.rows[k].hq / G].push_back(k);
-  for (const auto& h : by_head) {
-    const size_t n = static_cast<size_t>(a.Skv) * D;
-    const std::vector<float> K = download_as_float(a.K + h.first * n, n, DType::bf16);
-    const std::vector<float> V = download_as_float(a.V + h.first * n, n, DType::bf16);
-    for (float v : V) vmax = std::max(vmax, static_cast<double>(std::fabs(v)));
-    // The Q rows first (device copies stay on this thread), then the rows in parallel: each
-    // writes only its own slot of c.ref, so the result does not depend on the thread count.
-    const std::vector<size_t>& ks = h.second;
-    std::vector<float> q(ks.size() * D);
-    for (size_t j = 0; j < ks.size(); ++j) {
-      const long long row = attention_row_index(a, c.rows[ks[j]]);
-      if (c.all_rows) {
-        std::copy_n(&Qall[static_cast<size_t>(row) * D], D, &q[j * D]);
-      } else {
-        const std::vector<float> qr = download_as_float(a.Q + row * D, D, DType::bf16);
-        std::copy(qr.begin(), qr.end(), &q[j * D]);
-      }
-    }
-    parallel_for(static_cast<long long>(ks.size()), [&](long long b, long long e) {
+  double vmax = 0;  // max |V| over the heads the checked rows read
+  // Chunks of consecutive KV heads (b * Hkv + hkv); the rows are sorted, so each chunk's rows are
+  // consecutive too. Only chunks that hold a checked row are downloaded.
+  const size_t head = static_cast<size_t>(a.Skv) * D;
+  const long long heads = static_cast<long long>(a.B) * a.Hkv;
+  const long long per_chunk = std::max<long long>(
+      1, static_cast<long long>(kAttentionChunkBytes / (2.0 * static_cast<double>(head))));
+  auto kv_head = [&](size_t k) { return static_cast<long long>(c.rows[k].b) * a.Hkv + c.rows[k].hq / G; };
+  size_t k0 = 0;
+  while (k0 < c.rows.size()) {
+    const long long h0 = kv_head(k0), h1 = std::min(heads, h0 + per_chunk);
+    size_t k1 = k0;
+    while (k1 < c.rows.size() && kv_head(k1) < h1) ++k1;
+    const size_t n = static_cast<size_t>(h1 - h0) * head;
+    const std::vector<float> K = download_as_float(a.K + static_cast<size_t>(h0) * head, n, DType::bf16);
+    const std::vector<float> V = download_as_float(a.V + static_cast<size_t>(h0) * head, n, DType::bf16);
+    vmax = std::max(vmax, attention_max_abs(V));
+    // Each row writes only its own slot of c.ref: the result does not depend on the thread count.
+    parallel_for(static_cast<long long>(k1 - k0), [&](long long b, long long e) {
       for (long long j = b; j < e; ++j) {
-        const auto& r = c.rows[ks[j]];
-        attention_reference_row(&q[j * D], K.data(), V.data(),
+        const size_t k = k0 + static_cast<size_t>(j);
+        const auto& r = c.rows[k];
+        const size_t off = static_cast<size_t>(kv_head(k) - h0) * head;
+        attention_reference_row(&q[k * D], K.data() + off, V.data() + off,
                                 attention_visible_keys(r.i, a.Sq, a.Skv, a.causal), D, scale,
-                                &c.ref[ks[j] * D]);
+                                &c.ref[k * D]);
       }
     }, /*serial_below=*/2);
+    k0 = k1;
   }
   double ss = 0;
   for (double v : c.ref) ss += v * v;
@@ -108,7 +181,7 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   // P is rounded to bf16 (relative error <= 2^-9 per weight) before P V, so a row's output can
   // move by up to 2^-9 * sum_j p_j |v_j| <= 2^-9 * max|V| whatever its size: rows that see few keys
   // (early causal rows) have large weights and small |O|, where 1e-2 * rms(ref) alone is too tight
-  // (seen on the H200: one element of 8192 at 2.2e-3 with every rung agreeing bit for bit).
+  // (a single element of such a row can exceed it with every rung agreeing bit for bit).
   // Allow twice that bound on top of the relative terms.
   c.tol.abs = 1e-2 * rms + std::ldexp(vmax, -8) + 1e-6;
   c.tol.rel = 1e-2;
@@ -116,22 +189,9 @@ inline AttentionCheck attention_reference_sampled(const AttentionArgs& a, int ma
   return c;
 }
 
-// Downloads the checked rows of a.O and compares them with the reference.
+// Gathers the checked rows of a.O and compares them with the reference.
 inline ErrStats attention_check_output(const AttentionArgs& a, const AttentionCheck& c) {
-  const int D = a.D;
-  std::vector<float> got(c.rows.size() * D);
-  if (c.all_rows) {
-    std::vector<float> all = download_as_float(a.O, c.rows.size() * D, DType::bf16);
-    for (size_t k = 0; k < c.rows.size(); ++k) {
-      const long long row = attention_row_index(a, c.rows[k]);
-      std::copy(all.begin() + row * D, all.begin() + (row + 1) * D, got.begin() + k * D);
-    }
-  } else {
-    for (size_t k = 0; k < c.rows.size(); ++k) {
-      std::vector<float> o = download_as_float(a.O + attention_row_index(a, c.rows[k]) * D, D, DType::bf16);
-      std::copy(o.begin(), o.end(), got.begin() + k * D);
-    }
-  }
+  const std::vector<float> got = gather_rows_as_float(a.O, static_cast<size_t>(a.D), c.flat, DType::bf16);
   return compare(got.data(), c.ref.data(), got.size(), c.tol);
 }
 

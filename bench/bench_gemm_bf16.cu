@@ -4,10 +4,12 @@
 // C[M,N] = A[M,K] * W[N,K]^T (nn.Linear), bf16 in, fp32 accumulate, bf16 out. Per shape: rotation
 // copies of A and W (fresh random bf16 in [-1, 1)), sized so one rotation of A+W exceeds 3x the L2
 // (for decode shapes that is the weight rotation: W is almost all of it); cuBLAS with fp32 output
-// into Ref, itself checked against a CPU double product on 256 sampled entries (corners included);
-// then the cuBLAS bf16 row (impl "cublas", timed), every selected rung (supports()? poison C,
-// launch, compare all of C with Ref, time) and the "auto" row. Decode rows (M <= 64) always report
-// the back-to-back rate too (graph_ms). Rung 00 is skipped above 4096^3 worth of FLOPs unless
+// into Ref, itself checked against a CPU double product on 256 sampled entries (corners included;
+// a failure skips the shape's rows); then the cuBLAS bf16 row (impl "cublas", timed), every
+// selected rung (supports()? poison C, launch on input copy 0 and on the last rotated copy, compare
+// all of C with Ref each time, time) and the "auto" row. Decode rows (M <= 64) always report the
+// back-to-back rate too (graph_ms); whenever a graph is timed, C after one more replay is compared
+// too. A shape whose host or device buffers would not fit is refused before anything is allocated. Rung 00 is skipped above 4096^3 worth of FLOPs unless
 // --variant names it; rows are capped to a time budget (noted as iters_capped) unless the --variant
 // list lacks "all" (then every row, cuBLAS's too, gets --iters). --ref-last times the cuBLAS row
 // after the rungs.
@@ -49,9 +51,9 @@ const std::vector<std::string> kQuickShapes = {"1024x1024x1024", "4096x4096x4096
 // (the abs term, which only matters for entries near zero). That difference grows with K: each
 // partial sum of a length-K dot product has magnitude ~sqrt(k/9) here (inputs in [-1, 1)) and each
 // add errs by up to u = 2^-24 of it, and the tensor cores' fp32 accumulation truncates rather than
-// rounds, so the errors do not cancel: ~u * K * sqrt(K/9) ∝ K^1.5. abs = 1e-3 up to K = 4096 (every
-// rung passed with it there in round 1), scaled by (K/4096)^1.5 beyond: 4.4e-3 at K = 11008, where
-// cuBLAS itself sits 1.4e-3 from the exact product (round 1, 4096x4096x11008).
+// rounds, so the errors do not cancel: ~u * K * sqrt(K/9) ∝ K^1.5. abs = 1e-3 up to K = 4096,
+// scaled by (K/4096)^1.5 beyond (cuBLAS itself sits at a comparable distance from the exact
+// product at the largest default K).
 Tolerance bf16_out_tolerance(int K) {
   const double k = std::max(1.0, K / 4096.0);
   return Tolerance{1e-3 * k * std::sqrt(k), 1e-2, 5e-3};
@@ -60,9 +62,9 @@ Tolerance bf16_out_tolerance(int K) {
 // Higham & Mary (2019) for a length-K fp32 dot product, |err| <= lambda * sqrt(K) * u * sum_k
 // |a_ik w_jk| with u = 2^-24, which holds with probability >= 1 - 2 exp(-lambda^2 / 2) per entry
 // under independent rounding errors. lambda = 6: a 3e-8 chance per entry, ~1e-5 for 256 samples.
-// (Round 1 used one abs for every entry and a rel_l2 gate: 4096x4096x11008 failed at max_abs 1.37e-3
-// = 0.08 of this bound, rel_l2 1.2e-5. A layout or indexing bug errs by O(|C|) ~ sqrt(K/9), 20x or
-// more above the bound at every K here.) No rel_l2 gate: 256 samples say nothing about the norm.
+// (One abs for every entry is too tight for cuBLAS's own rounding at large K, far below this bound.
+// A layout or indexing bug errs by O(|C|) ~ sqrt(K/9), 20x or more above the bound at every K
+// here.) No rel_l2 gate: 256 samples say nothing about the norm.
 constexpr double kLambda = 6.0, kUnitF32 = 5.9604644775390625e-8;  // 2^-24
 double f32_dot_bound(int K, double sum_abs) { return kLambda * std::sqrt(double(K)) * kUnitF32 * sum_abs; }
 
@@ -105,7 +107,18 @@ int run(int argc, char** argv) {
     parsed.push_back(sh);
   }
 
+  // Host: Ref and one downloaded bf16 output (as floats, with its bf16 staging). Device: one copy
+  // of A and W, the Stream-K workspace, C and Ref. Element counts as doubles (no overflow).
+  for (const Shape& sh : parsed) {
+    const double nC = double(sh["M"]) * double(sh["N"]);
+    require_host_memory("bench_gemm_bf16 shape " + sh.str(), 10.0 * nC);
+  }
   const DeviceInfo& dev = device_info();
+  for (const Shape& sh : parsed) {
+    const double M = double(sh["M"]), N = double(sh["N"]), K = double(sh["K"]);
+    const double ws = double(gemm_bf16_workspace_bytes(int(sh["M"]), int(sh["N"]), int(sh["K"]), dev));
+    require_device_memory("bench_gemm_bf16 shape " + sh.str(), 2.0 * (M * K + N * K) + ws + 6.0 * M * N);
+  }
   print_banner(dev);
   Reporter rep(o, dev);
   Stream stream;
@@ -116,7 +129,8 @@ int run(int argc, char** argv) {
     const bool decode = M <= 64;
     const size_t nA = size_t(M) * K, nW = size_t(N) * K, nC = size_t(M) * N;
     const size_t set_bytes = 2 * (nA + nW);  // decode: ~ the weight bytes
-    const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+    const size_t other_bytes = gemm_bf16_workspace_bytes(M, N, K, dev) + 6 * nC;
+    const int copies = rotation_copies(set_bytes, dev, o.no_rotate, other_bytes);
     const bool l2res = is_l2_resident(set_bytes, copies, dev);
     const uint64_t seed = run_seed(o);
     const GemmInputs in(M, N, K, copies, seed, dev, stream);
@@ -181,10 +195,18 @@ int run(int argc, char** argv) {
         r.err = e;
         r.tol = Tolerance{max_bound, 0, 1e300};
         r.notes["worst_err_over_bound"] = std::to_string(worst_ratio);
-        rep.fail(r, "cuBLAS fp32-out disagrees with the CPU double product on sampled entries");
+        rep.fail(r, "cuBLAS fp32-out disagrees with the CPU double product on sampled entries; "
+                    "the shape's rows are skipped");
         continue;  // no trustworthy reference for this shape
       }
     }
+
+    // C (bf16, after a launch that wrote it) against Ref; the graph check poisons C first.
+    auto compare_c = [&]() {
+      std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
+      return compare(got.data(), ref.data(), nC, tol);
+    };
+    const GraphCheck graph_check{[&] { poison(dC.ptr, 2 * nC, stream); }, compare_c};
 
     // ---- the timed reference row: cuBLAS bf16 out (validated against the fp32-out product too),
     // before the rungs or, with --ref-last, after them (the card is hotter for whichever runs later).
@@ -194,24 +216,22 @@ int run(int argc, char** argv) {
       r.variant = -1;
       r.variant_name = "cublas";
       r.change = "cublasGemmEx bf16, fp32 compute, 32 MiB workspace";
-      poison(dC.ptr, 2 * nC, stream);
       auto one = [&](int i) {
         GemmBf16Args a = args_for(i, dC.as<bf16>());
         cublas_gemm_bf16(a.A, a.W, a.C, M, N, K, stream);
       };
-      single_launch_ms([&] { one(0); }, stream);  // the validation launch
-      std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
-      r.err = compare(got.data(), ref.data(), nC, tol);
-      r.validated = r.err.ok;
       r.notes["validated_against"] = "cublas_f32out";
       r.notes["ref_err_over_bound"] = std::to_string(ref_err_over_bound);
-      if (!r.err.ok) {
-        rep.fail(r, "cuBLAS bf16-out differs from its fp32-out product");
-      } else {
-        Options c = iters_for_budget(o, [&] { one(0); }, stream, 0.8, !all, &r);
-        r.t = time_launches(one, c, stream, decode);
-        rep.emit(r);
-      }
+      auto check_on = [&](int i) {  // the validation launches
+        poison(dC.ptr, 2 * nC, stream);
+        single_launch_ms([&] { one(i); }, stream);
+        return compare_c();
+      };
+      if (!validate_copies(r, rep, copies, check_on, "cuBLAS bf16-out differs from its fp32-out product"))
+        return;
+      Options c = iters_for_budget(o, [&] { one(0); }, stream, 0.8, !all, &r);
+      r.t = time_launches(one, c, stream, decode, &graph_check);
+      emit_timed(rep, r, "cuBLAS bf16-out differs from its fp32-out product");
     };
     if (!ref_last) time_ref();
 
@@ -229,25 +249,22 @@ int run(int argc, char** argv) {
           return;
         }
       }
-      poison(dC.ptr, 2 * nC, stream);
       auto launch = [&](int i) {
         GemmBf16Args a = args_for(i, dC.as<bf16>());
         if (is_auto) gemm_bf16(a, stream);
         else use->launch(a, stream);
       };
-      single_launch_ms([&] { launch(0); }, stream);  // the validation launch
-      std::vector<float> got = download_as_float(dC.ptr, nC, DType::bf16);
-      r.err = compare(got.data(), ref.data(), nC, tol);
-      r.validated = r.err.ok;
       r.notes["validated_against"] = "cublas_f32out";
-      if (!r.err.ok) {
-        rep.fail(r, "differs from the cuBLAS fp32-out product");
-        return;
-      }
+      auto check_on = [&](int i) {  // the validation launches
+        poison(dC.ptr, 2 * nC, stream);
+        single_launch_ms([&] { launch(i); }, stream);
+        return compare_c();
+      };
+      if (!validate_copies(r, rep, copies, check_on, "differs from the cuBLAS fp32-out product")) return;
       const bool top = is_auto || rung->number >= 3;
       Options c = iters_for_budget(o, [&] { launch(0); }, stream, top ? 0.8 : 0.3, !all, &r);
-      r.t = time_launches(launch, c, stream, decode);
-      rep.emit(r);
+      r.t = time_launches(launch, c, stream, decode, &graph_check);
+      emit_timed(rep, r, "differs from the cuBLAS fp32-out product");
     };
     for (const auto* rung : rungs) run_one(rung, false);
     if (want_auto) run_one(nullptr, true);

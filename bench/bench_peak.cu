@@ -189,8 +189,8 @@ __global__ void __launch_bounds__(256) fma_peak_kernel(int iters, float* sink, C
 #pragma unroll
   for (int c = 0; c < kFmaChains; ++c) x[c] = threadIdx.x * 1e-4f + c;
   const float m = 0.99999f, k = 1e-6f;
-  // Unrolled 16 deep: with 8 FMAs per trip the loop counter and branch would otherwise take ~20%
-  // of the issue slots (measured on the H200: 51.7 TFLOP/s without the unroll).
+  // Unrolled 16 deep: with 8 FMAs per trip the loop counter and branch would otherwise take a
+  // sizeable share of the issue slots.
 #pragma unroll 16
   for (int it = 0; it < iters; ++it) {
 #pragma unroll
@@ -221,9 +221,9 @@ __global__ void copy16_kernel(const uint4* __restrict__ src, uint4* __restrict__
 // 16-byte loads, 8 per round per thread (ptxas issues them as two groups of 4: 128 KB in flight per
 // SM at 2048 threads), folded by XOR (no load can be dropped: every word reaches the result); each
 // warp's fold goes to out[global warp index]. The last, partial round is predicated, not a scalar
-// tail loop: with fewer than 8 elements per thread (16.8 MB over 132 x 8 x 256 threads is ~4) a
-// scalar loop waited for each load before issuing the next (session 22's first version, whose
-// floors at 16.8-90 MB were therefore too slow; review finding).
+// tail loop: with fewer than 8 elements per thread (a few tens of MB over 132 x 8 x 256 threads) a
+// scalar loop would wait for each load before issuing the next, and the floors at those sizes would
+// come out too slow.
 __global__ void read16_kernel(const uint4* __restrict__ src, size_t n, uint4* __restrict__ out) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;

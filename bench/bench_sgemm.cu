@@ -1,12 +1,17 @@
 // bench/bench_sgemm.cu — the fp32 GEMM ladder against cuBLAS SGEMM (TF32 off), same run.
 //
 // Per shape: rotation copies of A and B (fresh random values in [-1, 1)), cuBLAS into Cref, cuBLAS
-// itself checked against a CPU double product on 256 sampled (i, j), then every selected rung:
-// supports()? poison C, launch, compare all of C with Cref, time. Slow rungs (00-02) are skipped
+// itself checked against a CPU double product on 256 sampled (i, j) (a failure skips the shape's
+// rows: nothing is validated against a rejected reference), then every selected rung: supports()?
+// poison C, launch on input copy 0 and on the last rotated copy, compare all of C with Cref each
+// time, time (with --graph, C after one more replay of the timed graph is compared too). A shape
+// whose host or device buffers would not fit is refused before anything is allocated (exit 2).
+// Slow rungs (00-02) are skipped
 // above 4096^3 worth of FLOPs unless --variant names them, and every row's iterations are capped
 // so it takes about a second (noted as iters_capped) unless the --variant list lacks "all" (then
 // every row, cuBLAS's too, gets --iters). --ref-last times the cuBLAS row after the rungs.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -66,8 +71,23 @@ int run(int argc, char** argv) {
                  "bench_sgemm: " << d.first << " must be in 1..2^31-1 (shape " << s << ")");
     parsed.push_back(sh);
   }
+  // Element counts as doubles (no overflow before the memory checks refuse a shape).
+  auto counts = [](const Shape& sh) {
+    const double M = double(sh["M"]), N = double(sh["N"]), K = double(sh["K"]);
+    return std::array<double, 3>{M * K, K * N, M * N};  // A, B, C
+  };
+  // Host: Cref and one downloaded output, or Cref and A, B for the sampled CPU product.
+  for (const Shape& sh : parsed) {
+    const auto n = counts(sh);
+    require_host_memory("bench_sgemm shape " + sh.str(), 4.0 * n[2] + 4.0 * std::max(n[0] + n[1], n[2]));
+  }
 
   const DeviceInfo& dev = device_info();
+  // Device: one copy of A and B, C and Cref.
+  for (const Shape& sh : parsed) {
+    const auto n = counts(sh);
+    require_device_memory("bench_sgemm shape " + sh.str(), 4.0 * (n[0] + n[1]) + 8.0 * n[2]);
+  }
   print_banner(dev);
   Reporter rep(o, dev);
   cudaStream_t stream;
@@ -78,7 +98,7 @@ int run(int argc, char** argv) {
               K = static_cast<int>(sh["K"]);
     const size_t nA = size_t(M) * K, nB = size_t(K) * N, nC = size_t(M) * N;
     const size_t set_bytes = 4 * (nA + nB);
-    const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+    const int copies = rotation_copies(set_bytes, dev, o.no_rotate, 8 * nC);
     const bool l2res = is_l2_resident(set_bytes, copies, dev);
     const uint64_t seed = run_seed(o);
     DeviceBuffer dA(4 * nA * copies), dB(4 * nB * copies), dC(4 * nC), dRef(4 * nC);
@@ -89,8 +109,8 @@ int run(int argc, char** argv) {
     replicate(dB.ptr, 4 * nB, copies);
     auto args_for = [&](int i, float* c) {
       SgemmArgs a;
-      a.A = dA.as<float>() + (i % copies) * nA;
-      a.B = dB.as<float>() + (i % copies) * nB;
+      a.A = dA.as<float>() + size_t(i % copies) * nA;
+      a.B = dB.as<float>() + size_t(i % copies) * nB;
       a.C = c;
       a.M = M;
       a.N = N;
@@ -137,22 +157,42 @@ int run(int argc, char** argv) {
       ref_row.variant_name = "cublas_sgemm";
       ref_row.change = "cuBLAS SGEMM, pedantic math (TF32 off)";
       ref_row.err = compare_at(ref.data(), want.data(), idx, tol);
-      ref_row.validated = ref_row.err.ok;
+      ref_row.validated = true;
       ref_row.notes["validated_against"] = "cpu_double_256_samples";
-      if (!ref_row.err.ok) rep.fail(ref_row, "cuBLAS disagrees with the CPU double product on sampled entries");
     }
+    if (!ref_row.err.ok) {  // no trustworthy reference: no row of this shape is validated or timed
+      rep.fail(ref_row, "cuBLAS disagrees with the CPU double product on sampled entries; the shape's rungs are skipped");
+      continue;
+    }
+    // C (after a launch that wrote it) against Cref.
+    auto compare_c = [&]() {
+      std::vector<float> got = download_as_float(dC.ptr, nC, DType::f32);
+      return compare(got.data(), ref.data(), nC, tol);
+    };
+    const GraphCheck graph_check{[&] { poison(dC.ptr, 4 * nC, stream); }, compare_c};
     // The timed reference row (always: every ratio is same-run), before the rungs or, with
-    // --ref-last, after them (the card is hotter for whichever runs later).
+    // --ref-last, after them (the card is hotter for whichever runs later). cuBLAS on the last
+    // rotated copy (and after a graph replay) must reproduce Cref.
     auto time_ref = [&]() {
-      if (!ref_row.err.ok) return;
       Row r = ref_row;
       auto one = [&](int i) {
         SgemmArgs a = args_for(i, dC.as<float>());
         cublas_sgemm(a.A, a.B, a.C, M, N, K, stream);
       };
+      if (copies > 1) {
+        poison(dC.ptr, 4 * nC, stream);
+        single_launch_ms([&] { one(copies - 1); }, stream);
+        const ErrStats e = compare_c();
+        r.notes["validated_copies"] = "0," + std::to_string(copies - 1);
+        if (!e.ok) {
+          r.err = e;
+          rep.fail(r, "cuBLAS on the last rotated copy differs from cuBLAS on copy 0");
+          return;
+        }
+      }
       Options c = iters_for_budget(o, [&] { one(0); }, stream, 0.6, !all, &r);
-      r.t = time_launches(one, c, stream);
-      rep.emit(r);
+      r.t = time_launches(one, c, stream, false, &graph_check);
+      emit_timed(rep, r, "cuBLAS differs from its own output on copy 0");
     };
     if (!ref_last) time_ref();
 
@@ -170,25 +210,22 @@ int run(int argc, char** argv) {
           return;
         }
       }
-      poison(dC.ptr, 4 * nC, stream);
       auto launch = [&](int i) {
         SgemmArgs a = args_for(i, dC.as<float>());
         if (is_auto) sgemm(a, stream);
         else use->launch(a, stream);
       };
-      single_launch_ms([&] { launch(0); }, stream);  // the validation launch
-      std::vector<float> got = download_as_float(dC.ptr, nC, DType::f32);
-      r.err = compare(got.data(), ref.data(), nC, tol);
-      r.validated = r.err.ok;
       r.notes["validated_against"] = "cublas";
-      if (!r.err.ok) {
-        rep.fail(r, "differs from cuBLAS SGEMM");
-        return;
-      }
+      auto check_on = [&](int i) {  // the validation launches
+        poison(dC.ptr, 4 * nC, stream);
+        single_launch_ms([&] { launch(i); }, stream);
+        return compare_c();
+      };
+      if (!validate_copies(r, rep, copies, check_on, "differs from cuBLAS SGEMM")) return;
       const bool top = is_auto || rung->number >= 7;
       Options c = iters_for_budget(o, [&] { launch(0); }, stream, top ? 0.6 : 0.25, !all, &r);
-      r.t = time_launches(launch, c, stream);
-      rep.emit(r);
+      r.t = time_launches(launch, c, stream, false, &graph_check);
+      emit_timed(rep, r, "differs from cuBLAS SGEMM");
     };
     for (const auto* rung : rungs) run_one(rung, false);
     if (want_auto) run_one(nullptr, true);

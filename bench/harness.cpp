@@ -7,9 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <random>
+#include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "bench/harness.h"
 #include "common/parallel.h"
@@ -60,6 +64,17 @@ static long long parse_int(const std::string& flag, const std::string& v, long l
   if (x < lo || x > hi)
     throw BadArgument(flag + ": " + v + " out of range [" + std::to_string(lo) + ", " +
                       std::to_string(hi) + "]");
+  return x;
+}
+
+double parse_number(const std::string& flag, const std::string& v) {
+  if (v.empty()) throw BadArgument(flag + ": missing value");
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(v.c_str(), &end);
+  // strtod also reads "inf", "nan" and hex floats: only finite values count, and nothing may follow.
+  if (end == v.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    throw BadArgument(flag + ": '" + v + "' is not a finite number");
   return x;
 }
 
@@ -291,7 +306,7 @@ static ChunkStats compare_chunk(const float* got, const R* ref, size_t b, size_t
 template <class R>
 static ErrStats compare_impl(const float* got, const R* ref, size_t n, const Tolerance& tol,
                              const std::vector<size_t>* idx) {
-  // Split across the host's cores: a 134M-element output took ~1 s on one core, the largest
+  // Split across the host's cores: on one core the comparison of a large output was the largest
   // share of a row-op bench's wall time.
   const int t = parallel_chunks(static_cast<long long>(n));
   const size_t per = (n + t - 1) / std::max(t, 1);
@@ -339,13 +354,25 @@ ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vecto
 }
 
 std::vector<std::pair<int, int>> sample_entries(int M, int N, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
   std::vector<std::pair<int, int>> v;
-  for (int s = 0; s < count; ++s) {
-    const int i = s == 0 ? 0 : s == 1 ? M - 1 : static_cast<int>(rng() % M);
-    const int j = s == 0 ? 0 : s == 1 ? N - 1 : static_cast<int>(rng() % N);
-    v.emplace_back(i, j);
+  if (M <= 0 || N <= 0 || count <= 0) return v;
+  if (static_cast<long long>(M) * N <= count) {  // every entry, corners first
+    v.emplace_back(0, 0);
+    if (M * N > 1) v.emplace_back(M - 1, N - 1);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        if (!(i == 0 && j == 0) && !(i == M - 1 && j == N - 1)) v.emplace_back(i, j);
+    return v;
   }
+  std::mt19937_64 rng(seed);
+  std::set<std::pair<int, int>> seen;
+  auto add = [&](int i, int j) {
+    if (seen.insert({i, j}).second) v.emplace_back(i, j);
+  };
+  add(0, 0);
+  add(M - 1, N - 1);
+  while (static_cast<int>(v.size()) < count)  // M x N > count: distinct draws always exist
+    add(static_cast<int>(rng() % M), static_cast<int>(rng() % N));
   return v;
 }
 
@@ -355,6 +382,68 @@ uint64_t run_seed(const Options& o) {
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
   s = s * 6364136223846793005ULL + 1442695040888963407ULL;  // a new seed per call
   return (s >> 1) | 1;
+}
+
+// ---------------------------------------------------------------- memory
+double host_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  std::string unit;
+  while (f >> key >> kb) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return static_cast<double>(kb) * 1024.0;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) return static_cast<double>(pages) * static_cast<double>(page);
+  return std::numeric_limits<double>::infinity();  // unknown: refuse nothing
+}
+
+static std::string gib(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f bytes (%.2f GiB)", bytes, bytes / double(1ull << 30));
+  return b;
+}
+
+void require_host_memory(const std::string& what, double need_bytes) {
+  const double avail = host_available_bytes();
+  if (need_bytes > avail)
+    throw BadArgument(what + ": needs " + gib(need_bytes) + " of host memory for its reference and "
+                      "downloads; " + gib(avail) + " available");
+}
+
+// ---------------------------------------------------------------- validation helpers
+bool validate_copies(Row& r, Reporter& rep, int copies, const std::function<ErrStats(int)>& check,
+                     const std::string& what) {
+  r.validated = true;
+  r.err = check(0);
+  r.notes["validated_copies"] = "0";
+  if (!r.err.ok) {
+    rep.fail(r, what + " (input copy 0)");
+    return false;
+  }
+  if (copies > 1) {
+    const ErrStats e = check(copies - 1);
+    r.notes["validated_copies"] = "0," + std::to_string(copies - 1);
+    if (!e.ok) {
+      r.err = e;
+      rep.fail(r, what + " (input copy " + std::to_string(copies - 1) + ", the last rotated copy)");
+      return false;
+    }
+  }
+  return true;
+}
+
+void emit_timed(Reporter& rep, Row r, const std::string& what) {
+  if (r.t.graph_checked) {
+    if (!r.t.graph_err.ok) {
+      r.err = r.t.graph_err;
+      rep.fail(r, what + " (output after one replay of the timed CUDA graph)");
+      return;
+    }
+    r.notes["graph_validated"] = "1";
+  }
+  rep.emit(r);
 }
 
 // ---------------------------------------------------------------- reporter

@@ -5,11 +5,16 @@
 //                        --no-rotate --graph); bad flags print usage and exit 2.
 //   * print_banner()     device name, cc, SMs, clock, L2, driver, CUDA on stderr.
 //   * Shape              "4096x8192" or "rows=4096,cols=8192" parsed against named dims.
-//   * rotation_copies()  how many input copies make one rotation exceed 3x the L2.
+//   * rotation_copies()  how many input copies make one rotation exceed 3x the L2 (capped);
+//                        replicate() makes them by doubling.
+//   * require_host_memory(), require_device_memory()   a shape that would not fit is refused
+//                        before anything is allocated.
 //   * fill_uniform(), poison(), download_as_float()   random inputs (never zeros) and NaN poison.
-//   * compare()          abs / rel / normalized error, NaN/Inf detection, per-dtype tolerances.
+//   * compare()          abs / rel / normalized error, NaN/Inf detection, per-dtype tolerances;
+//                        validate_copies() checks a launch on copy 0 and on the last rotated copy.
 //   * time_launches()    clock ramp, warm-up, CUDA events per launch (median/min/max), optional
-//                        back-to-back rate through a CUDA graph of repeated launches.
+//                        back-to-back rate through a CUDA graph of repeated launches, whose output
+//                        after one more replay is checked (GraphCheck, emit_timed()).
 //   * Reporter           one JSON line per row (json.cpp), a progress line per row on stderr, the
 //                        human table at the end, non-zero exit if any validation failed.
 #pragma once
@@ -69,6 +74,9 @@ Options parse_cli(int argc, char** argv, const std::string& prog, const std::str
 Options parse_cli_or_throw(int argc, const char* const* argv, const std::vector<ExtraFlag>& extra = {});
 std::string usage_text(const std::string& prog, const std::string& shape_help,
                        const std::vector<ExtraFlag>& extra);
+// A finite number (strtod's syntax), the whole of `v`: no trailing characters, no inf or nan, no
+// overflow. For a family flag such as --eps; throws BadArgument naming `flag` otherwise.
+double parse_number(const std::string& flag, const std::string& v);
 
 // ---------------------------------------------------------------- shapes
 // A shape is an ordered list of named dims. parse_shape accepts positional "AxBxC" (in the order
@@ -117,13 +125,29 @@ struct Stream {
   operator cudaStream_t() const { return s; }
 };
 
-// Number of copies of a `bytes_per_set` working set so that one rotation exceeds 3x the L2
-// (1 with --no-rotate, and capped so the copies use at most a quarter of free device memory).
-int rotation_copies(size_t bytes_per_set, const DeviceInfo& d, bool no_rotate);
-// A row is l2_resident when everything it rotates over fits in the L2.
+// Most input copies a rotation uses: below 3x L2 / kMaxRotationCopies bytes per set the rotation
+// stays short of 3x the L2 and the rows are l2_resident.
+constexpr int kMaxRotationCopies = 1 << 16;
+// Number of copies of a `bytes_per_set` working set so that one rotation exceeds 3x the L2: 1 with
+// --no-rotate, at most kMaxRotationCopies, and no more than fit in a quarter of the free device
+// memory or in what `other_bytes` (the shape's other device buffers) leave of it.
+int rotation_copies(size_t bytes_per_set, const DeviceInfo& d, bool no_rotate, size_t other_bytes = 0);
+// A row is l2_resident when what it rotates over (bytes_per_set x copies) does not exceed 3x the L2,
+// the rotation rotation_copies() aims past: some or all of its reads may then be L2 hits, so the
+// figure is not a DRAM figure (a capped rotation of a small set, or --no-rotate on a set below 3x L2).
 inline bool is_l2_resident(size_t bytes_per_set, int copies, const DeviceInfo& d) {
-  return static_cast<double>(bytes_per_set) * copies <= static_cast<double>(d.l2_bytes);
+  return static_cast<double>(bytes_per_set) * copies <= 3.0 * static_cast<double>(d.l2_bytes);
 }
+
+// ---------------------------------------------------------------- memory
+// Host memory available now: MemAvailable of /proc/meminfo, else the free pages (sysconf).
+double host_available_bytes();
+// Throws BadArgument ("<what>: needs N bytes of host memory, M available") when `need_bytes` exceed
+// what the host has available: the benches call it per shape before the device is touched.
+void require_host_memory(const std::string& what, double need_bytes);
+// The same against the device's free memory (cudaMemGetInfo) less a reserve for the CUDA context,
+// cuBLAS and the harness's own small buffers; the benches call it per shape before allocating.
+void require_device_memory(const std::string& what, double need_bytes);
 
 // Uniform random values in [lo, hi) of type `t`, from a counter-based hash of (seed, index).
 void fill_uniform(void* dev, size_t n, DType t, uint64_t seed, float lo, float hi,
@@ -132,8 +156,13 @@ void fill_uniform(void* dev, size_t n, DType t, uint64_t seed, float lo, float h
 void poison(void* dev, size_t bytes, cudaStream_t s = 0);
 // Copies n elements of type t to the host as floats (bf16 widened exactly).
 std::vector<float> download_as_float(const void* dev, size_t n, DType t);
-// Copies `src` into each of `copies` consecutive slots of `bytes` in `dst` (rotation sets).
+// Copies slot 0 of `bytes` at `dst` into each of the `copies` - 1 consecutive slots after it
+// (rotation sets), doubling the filled slots with every cudaMemcpy: log2(copies) copies.
 void replicate(void* dst, size_t bytes, int copies);
+// Rows idx[k] (each `row_elems` elements of type t, at src + idx[k] * row_elems) of a device array,
+// as floats, back to back: one gather kernel and one download however many rows.
+std::vector<float> gather_rows_as_float(const void* src, size_t row_elems, const std::vector<long long>& idx,
+                                        DType t);
 // The seed for this run: --seed if given, else from the clock.
 uint64_t run_seed(const Options& o);
 
@@ -160,17 +189,28 @@ ErrStats compare(const float* got, const float* ref, size_t n, const Tolerance& 
 // Sampled comparison: only the listed indices (GEMM/attention against sampled references).
 ErrStats compare_at(const float* got, const double* ref_at_idx, const std::vector<size_t>& idx,
                     const Tolerance& tol);
-// `count` entries (i, j) of an M x N output to check against a CPU double product: the two
-// corners (0, 0) and (M-1, N-1) first (they sit in tail tiles), then uniform draws from `seed`.
+// `count` distinct entries (i, j) of an M x N output (every entry when M x N <= count) to check
+// against a CPU double product: the two corners (0, 0) and (M-1, N-1) first (they sit in tail
+// tiles), then uniform draws from `seed`.
 std::vector<std::pair<int, int>> sample_entries(int M, int N, int count, uint64_t seed);
 
 // ---------------------------------------------------------------- timing
 struct Row;
+class Reporter;
 struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int iters = 0;
   double graph_ms = std::numeric_limits<double>::quiet_NaN();  // per launch, back to back
   double clock_mhz = std::numeric_limits<double>::quiet_NaN();  // SM clock sampled during the run
+  bool graph_checked = false;  // a GraphCheck ran after the graph's replays
+  ErrStats graph_err;          // its result
+};
+// The output of a timed CUDA graph, checked: after the timed replays `prepare` (stream-ordered on
+// the timing stream: poison the output, restore inputs an op updates in place) runs, the graph is
+// replayed once more and `check` compares the output with the reference (Timing::graph_err).
+struct GraphCheck {
+  std::function<void()> prepare;
+  std::function<ErrStats()> check;
 };
 // About 300 ms of FMA work so the clocks are up before the first timed launch. Runs once per
 // process; later calls return immediately.
@@ -179,10 +219,11 @@ void ramp_clocks();
 // o.warmup untimed launches, then o.iters launches each between two events. With o.graph (or
 // force_graph), also captures launches into a CUDA graph (o.iters of them, or fewer when they add up
 // to more than ~20 ms: at least min(5, o.iters)) and reports the median of 5 replays per launch (graph_ms); `s`
-// must then be a created stream (kl::bench::Stream), not the default one.
+// must then be a created stream (kl::bench::Stream), not the default one. With a graph and `gc`,
+// the graph's output is checked after one more replay (GraphCheck).
 // The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
 Timing time_launches(const std::function<void(int)>& launch, const Options& o,
-                     cudaStream_t s, bool force_graph = false);
+                     cudaStream_t s, bool force_graph = false, const GraphCheck* gc = nullptr);
 // One launch of `f` between two events, in ms (the benches' validation launch).
 double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
 // `o` with its iterations cut so one row takes about `budget_s` seconds (at least 5 launches), unless
@@ -191,8 +232,8 @@ double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
 // seconds, not minutes. A capped row says so in row->notes["iters_capped"]. The budget is sized
 // from one more launch of `launch`, after the row's validation launch where the bench has one (the
 // decode copy row has none): the first launch can carry one-time costs -- cuBLAS's first-call
-// setup, lazy module loading -- and sizing from it capped cuBLAS's rows at 7-10 launches where ours
-// ran 100 (scripts/h2h.py, e513787): on a shape that heats the card, the shorter row runs cooler.
+// setup, lazy module loading -- and sizing from it would give the library's rows far fewer launches
+// than ours: on a shape that heats the card, the shorter row runs cooler.
 Options iters_for_budget(const Options& o, const std::function<void()>& launch, cudaStream_t s,
                          double budget_s, bool named, Row* row);
 
@@ -211,7 +252,7 @@ struct Row {
   Timing t;
   double flops = 0;                 // counted FLOPs of one launch
   double bytes = 0;                 // minimum DRAM bytes of one launch
-  bool validated = false;
+  bool validated = false;           // an output was compared with a reference (false for copies)
   ErrStats err;
   Tolerance tol;
   bool l2_resident = false;
@@ -285,6 +326,16 @@ const Rung<Args>* label_row(Row& r, Reporter& rep, const Rung<Args>* rung, bool 
   }
   return rung;
 }
+
+// Validates a row's launch on input copy 0 and, when copies > 1, on the last copy: `check(i)`
+// poisons the output, launches on copy i and compares. Sets r.err, r.validated and
+// notes.validated_copies ("0" or "0,<last>"); a failure is reported through rep.fail (`what` and the
+// copy) and returns false.
+bool validate_copies(Row& r, Reporter& rep, int copies, const std::function<ErrStats(int)>& check,
+                     const std::string& what);
+// Emits a timed row; when its graph replay was checked, a failure goes to rep.fail instead (the
+// row is not written) and a pass is noted (notes.graph_validated = "1").
+void emit_timed(Reporter& rep, Row r, const std::string& what);
 
 // Runs `body` and maps exceptions to exit codes: BadArgument -> 2 (with message), anything else
 // -> 1. Benches wrap main() in it so a bad shape never becomes a crash.

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -44,14 +46,35 @@ Stream::~Stream() {
   if (s) cudaStreamDestroy(s);
 }
 
-int rotation_copies(size_t bytes_per_set, const DeviceInfo& d, bool no_rotate) {
+// Device memory kept free beside a shape's buffers: the CUDA context's growth, cuBLAS's handle and
+// workspace, the harness's small buffers (graph, events, gathers).
+constexpr size_t kDeviceReserve = size_t(512) << 20;
+
+int rotation_copies(size_t bytes_per_set, const DeviceInfo& d, bool no_rotate, size_t other_bytes) {
   if (no_rotate || bytes_per_set == 0) return 1;
   const double target = 3.0 * static_cast<double>(d.l2_bytes);
-  int copies = static_cast<int>(std::floor(target / static_cast<double>(bytes_per_set))) + 1;
+  const double want = std::floor(target / static_cast<double>(bytes_per_set)) + 1;
   size_t free_b = 0, total_b = 0;
   KL_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  int cap = static_cast<int>(std::max<size_t>(1, (free_b / 4) / bytes_per_set));
-  return std::max(1, std::min(copies, cap));
+  const size_t used = other_bytes + kDeviceReserve;
+  const size_t room = std::min(free_b / 4, free_b > used ? free_b - used : 0);
+  const double fit = static_cast<double>(room / bytes_per_set);
+  return static_cast<int>(std::max(1.0, std::min({want, fit, static_cast<double>(kMaxRotationCopies)})));
+}
+
+void require_device_memory(const std::string& what, double need_bytes) {
+  size_t free_b = 0, total_b = 0;
+  KL_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double avail = free_b > kDeviceReserve ? static_cast<double>(free_b - kDeviceReserve) : 0.0;
+  if (need_bytes > avail) {
+    char b[256];
+    std::snprintf(b, sizeof b,
+                  ": needs %.0f bytes (%.2f GiB) of device memory with one input copy; %.0f bytes "
+                  "(%.2f GiB) free (less a %zu MiB reserve)",
+                  need_bytes, need_bytes / double(1ull << 30), avail, avail / double(1ull << 30),
+                  kDeviceReserve >> 20);
+    throw BadArgument(what + b);
+  }
 }
 
 // ---------------------------------------------------------------- fill / poison
@@ -74,6 +97,17 @@ __global__ void fill_kernel(T* p, size_t n, uint64_t seed, float lo, float hi) {
     } else {
       p[i] = __float2bfloat16_rn(v);
     }
+  }
+}
+// Row k of the output is row idx[k] of src; U is the copy unit (16 bytes when everything is aligned).
+template <class U>
+__global__ void gather_kernel(const U* __restrict__ src, size_t units_per_row, const long long* __restrict__ idx,
+                              size_t n_rows, U* __restrict__ dst) {
+  const size_t total = n_rows * units_per_row;
+  for (size_t t = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; t < total;
+       t += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const size_t r = t / units_per_row, u = t - r * units_per_row;
+    dst[t] = src[static_cast<size_t>(idx[r]) * units_per_row + u];
   }
 }
 // ~300 ms of dependent FMAs on every SM so the clocks are up before the first timed launch.
@@ -115,9 +149,31 @@ std::vector<float> download_as_float(const void* dev, size_t n, DType t) {
 
 void replicate(void* dst, size_t bytes, int copies) {
   char* base = static_cast<char*>(dst);
-  for (int c = 1; c < copies; ++c)
-    KL_CHECK(cudaMemcpy(base + static_cast<size_t>(c) * bytes, base, bytes, cudaMemcpyDeviceToDevice));
+  // Slots [0, have) are filled; copy min(have, copies - have) of them after them.
+  for (size_t have = 1; have < static_cast<size_t>(copies);) {
+    const size_t n = std::min(have, static_cast<size_t>(copies) - have);
+    KL_CHECK(cudaMemcpy(base + have * bytes, base, n * bytes, cudaMemcpyDeviceToDevice));
+    have += n;
+  }
   KL_CHECK(cudaDeviceSynchronize());
+}
+
+std::vector<float> gather_rows_as_float(const void* src, size_t row_elems, const std::vector<long long>& idx,
+                                        DType t) {
+  const size_t es = dtype_size(t), row_bytes = row_elems * es, n = idx.size() * row_elems;
+  if (n == 0) return {};
+  DeviceBuffer d_idx(idx.size() * sizeof(long long)), d_out(n * es);
+  KL_CHECK(cudaMemcpy(d_idx.ptr, idx.data(), d_idx.bytes, cudaMemcpyHostToDevice));
+  const int blocks = device_info().sms * 4;
+  const bool v16 = row_bytes % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0;
+  if (v16)
+    gather_kernel<uint4><<<blocks, 256>>>(static_cast<const uint4*>(src), row_bytes / 16,
+                                          d_idx.as<long long>(), idx.size(), d_out.as<uint4>());
+  else
+    gather_kernel<unsigned char><<<blocks, 256>>>(static_cast<const unsigned char*>(src), row_bytes,
+                                                  d_idx.as<long long>(), idx.size(), d_out.as<unsigned char>());
+  KL_CHECK_LAUNCH();
+  return download_as_float(d_out.ptr, n, t);  // synchronizes the device first
 }
 
 // ---------------------------------------------------------------- NVML clock sampling
@@ -218,7 +274,7 @@ void ramp_clocks() {
 }
 
 Timing time_launches(const std::function<void(int)>& launch, const Options& o, cudaStream_t s,
-                     bool force_graph) {
+                     bool force_graph, const GraphCheck* gc) {
   ramp_clocks();
   Timing t;
   int idx = 0;
@@ -282,6 +338,13 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
     }
     std::sort(reps.begin(), reps.end());
     t.graph_ms = reps[reps.size() / 2];
+    if (gc && gc->check) {  // the graph's output: prepared (poisoned), one more replay, compared
+      if (gc->prepare) gc->prepare();
+      KL_CHECK(cudaGraphLaunch(ge, s));
+      KL_CHECK(cudaStreamSynchronize(s));
+      t.graph_err = gc->check();
+      t.graph_checked = true;
+    }
     KL_CHECK(cudaEventDestroy(a));
     KL_CHECK(cudaEventDestroy(b));
     KL_CHECK(cudaGraphExecDestroy(ge));

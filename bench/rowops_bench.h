@@ -3,12 +3,16 @@
 //
 // Per shape and dtype: rotation copies of the inputs (fresh uniform values, never zeros), the CPU
 // double reference on the downloaded (storage-rounded) inputs, then a cudaMemcpy D2D row moving
-// the same byte count (bytes/2 read + bytes/2 written), every selected rung (supports()? poison y,
-// launch, download, full comparison, time) and the "auto" row. Rows whose single launch is slow
+// the same byte count (bytes/2 read + bytes/2 written; it compares nothing: validated false), every
+// selected rung (supports()? poison y, launch on input copy 0 and on the last rotated copy,
+// download, full comparison each time, time; with --graph, y after one more replay of the timed
+// graph is compared too) and the "auto" row. A shape whose host or device buffers would not fit is
+// refused before anything is allocated. Rows whose single launch is slow
 // have their iterations capped to about `budget` seconds (notes.iters_capped) unless the --variant
 // list lacks "all" (the harness's variant_lists_all / iters_for_budget).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -102,10 +106,27 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
                "bench_" << sp.family << ": rows and cols must be in 1..2^31-1 (" << w.first.str()
                         << ")");
     KL_REQUIRE(w.first["rows"] * w.first["cols"] <= (1LL << 34),
-               "bench_" << sp.family << ": shape too large (" << w.first.str() << ")");
+               "bench_" << sp.family << ": shape too large (" << w.first.str()
+                        << "): rows * cols must be at most 2^34");
   }
+  // Device bytes of one (shape, dtype) with one input copy: the inputs, y, the copy row's target.
+  auto device_need = [&](const Shape& sh, DType t) {
+    const double n = double(sh["rows"]) * double(sh["cols"]), tensor = n * dtype_size(t);
+    const double tslot = std::ceil(tensor / 256) * 256;
+    return tslot * sp.n_inputs + tensor + sp.bytes(sh["rows"], sh["cols"], t) / 2;
+  };
+  // Host peak: the inputs as floats and the double reference (8 bytes an element), then the
+  // reference and one downloaded output (floats and their bf16 staging).
+  const double host_per_elem = std::max(4.0 * sp.n_inputs + 8.0, 14.0);
+  for (const auto& w : work)
+    require_host_memory("bench_" + sp.family + " shape " + w.first.str(),
+                        host_per_elem * double(w.first["rows"]) * double(w.first["cols"]));
 
   const DeviceInfo& dev = device_info();
+  for (const auto& w : work)
+    for (DType t : w.second)
+      require_device_memory("bench_" + sp.family + " shape " + w.first.str() + " " + dtype_name(t),
+                            device_need(w.first, t));
   print_banner(dev);
   Reporter rep(o, dev);
   cudaStream_t stream;
@@ -120,7 +141,9 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
       // Inputs of one copy lie together: [in0 | in1], each slot padded to 256 bytes (aligned).
       const size_t tslot = (tensor + 255) / 256 * 256;
       const size_t set_bytes = tslot * sp.n_inputs;
-      const int copies = rotation_copies(set_bytes, dev, o.no_rotate);
+      const double op_bytes = sp.bytes(rows, cols, t);
+      const int copies = rotation_copies(set_bytes, dev, o.no_rotate,
+                                         tensor + static_cast<size_t>(op_bytes / 2));
       const bool l2res = is_l2_resident(set_bytes, copies, dev);
       const uint64_t seed = run_seed(o);
       DeviceBuffer sets(set_bytes * copies);
@@ -129,10 +152,9 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
                      seed + 0x9e3779b97f4a7c15ULL * k, sp.ranges[k].first, sp.ranges[k].second,
                      stream);
       KL_CHECK(cudaStreamSynchronize(stream));
-      replicate(sets.ptr, set_bytes, copies);
-      KL_CHECK(cudaDeviceSynchronize());  // D2D copies are async to the host; our stream is non-blocking
+      replicate(sets.ptr, set_bytes, copies);  // ends with a device synchronize
       DeviceBuffer out(tensor);
-      const double bytes = sp.bytes(rows, cols, t), flops = sp.flops(rows, cols);
+      const double bytes = op_bytes, flops = sp.flops(rows, cols);
       // bytes/2 <= set_bytes: swiglu 1.5 tensors of 2, softmax 1 of 1.
       DeviceBuffer copy_dst(static_cast<size_t>(bytes / 2));
 
@@ -176,8 +198,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
         r.variant_name = "cudaMemcpy";
         r.change = "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)";
         r.flops = 0;
-        r.validated = true;
-        r.err.ok = true;
+        r.validated = false;  // a copy: nothing compared
         r.notes["validated_against"] = "none (copy)";
         const size_t cb = copy_dst.bytes;
         auto one = [&](int i) {  // source rotates over the input copies like the op's reads
@@ -201,8 +222,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
                             : "one-shot 16-byte stores of the op's output only (no reads)";
           r.bytes = 16.0 * nvec;
           r.flops = 0;
-          r.validated = true;
-          r.err.ok = true;
+          r.validated = false;  // a probe: nothing compared
           r.notes["validated_against"] = "none (probe)";
           const unsigned blocks = static_cast<unsigned>(std::max(1LL, (nvec + 255) / 256));
           auto one = [&](int i) {
@@ -226,26 +246,27 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
         const std::string label = sp.op + " " + dtype_name(t) + " " + sh.str();
         const Rung<Args>* use = label_row(r, rep, rung, is_auto, is_auto ? sp.pick(a0, dev) : nullptr, a0, dev, label);
         if (!use) return;
-        poison(out.ptr, tensor, stream);
-        KL_CHECK(cudaStreamSynchronize(stream));
         auto launch = [&](int i) {
           const Args a = args_for(i);
           if (is_auto) sp.entry(a, stream);
           else use->launch(a, stream);
         };
-        single_launch_ms([&] { launch(0); }, stream);  // the validation launch
-        std::vector<float> got = download_as_float(out.ptr, n, t);
-        r.err = compare(got.data(), ref.data(), n, tol);
-        r.validated = r.err.ok;
+        auto compare_y = [&]() {
+          std::vector<float> got = download_as_float(out.ptr, n, t);
+          return compare(got.data(), ref.data(), n, tol);
+        };
         r.notes["validated_against"] = "cpu_double";
-        if (!r.err.ok) {
-          rep.fail(r, "differs from the CPU double reference");
-          return;
-        }
+        auto check_on = [&](int i) {  // the validation launches
+          poison(out.ptr, tensor, stream);
+          single_launch_ms([&] { launch(i); }, stream);
+          return compare_y();
+        };
+        if (!validate_copies(r, rep, copies, check_on, "differs from the CPU double reference")) return;
         const bool slow = !is_auto && rung->number <= sp.slow_rung_max;
         Options c = iters_for_budget(o, [&] { launch(0); }, stream, slow ? 0.3 : 1.0, !all, &r);
-        r.t = time_launches(launch, c, stream);
-        rep.emit(r);
+        const GraphCheck graph_check{[&] { poison(out.ptr, tensor, stream); }, compare_y};
+        r.t = time_launches(launch, c, stream, false, &graph_check);
+        emit_timed(rep, r, "differs from the CPU double reference");
       };
       for (const auto* rung : rungs) run_one(rung, false);
       if (want_auto) run_one(nullptr, true);

@@ -228,13 +228,14 @@ class Ctx:
         return t.to(dtype)
 
     def copies(self, bytes_per_set):
-        """bench/harness rotation_copies: floor(3 L2 / set) + 1, capped at a quarter of free memory."""
+        """bench/harness rotation_copies: floor(3 L2 / set) + 1, at most 2^16 and at most a quarter of
+        free memory."""
         if self.args.no_rotate or bytes_per_set <= 0:
             return 1
         c = int(math.floor(3.0 * self.l2 / bytes_per_set)) + 1
         free, _ = torch.cuda.mem_get_info()
         cap = max(1, (free // 4) // bytes_per_set)
-        return max(1, min(c, cap))
+        return max(1, min(c, cap, 1 << 16))
 
     # ---------------------------------------------------------------------------------- timing
     def ramp(self, force=False):
@@ -412,7 +413,7 @@ def make_compiled(fn, ctx):
 def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_, check, seed):
     """impls: [(impl name, fn(set) -> output)]. check(fn) runs fn once on set 0 and returns
     (ok, err, tol) against a float64 reference (see plain_check)."""
-    l2_res = ctx.l2 > 0 and (bytes_per_set_of(sets) * copies <= ctx.l2)
+    l2_res = ctx.l2 > 0 and (bytes_per_set_of(sets) * copies <= 3 * ctx.l2)  # as bench/harness
     for impl, fn in impls:
         what = "%s %s %s %s" % (impl, op, dtype, ",".join("%s=%d" % kv for kv in shape.items()))
         try:

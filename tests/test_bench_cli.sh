@@ -5,9 +5,12 @@
 #   bash tests/test_bench_cli.sh BIN [BIN ...]        the given bench binaries
 #
 # For each bench: --list and --help exit 0; malformed flags, an unknown --variant, malformed or
-# unsupported --shape and an unsupported --dtype exit 2 with a message on stderr, write no JSON
-# row, and never crash or hang (signals and timeouts fail). All of this must happen before any
-# CUDA call, so it holds on a machine without a GPU. Prints "N passed, M failed"; exit 1 on failure.
+# unsupported --shape (zero dims, dims above 2^31 - 1, element caps, the family's own rules) and an
+# unsupported --dtype exit 2 with a message on stderr, write no JSON row, and never crash or hang
+# (signals and timeouts fail); so do the family flags (--op, --eps) given bad values, and shapes
+# whose host buffers exceed the memory this machine has available (those cases run only where
+# that is so). All of this must happen before any CUDA call, so it holds on a machine without a
+# GPU. Prints "N passed, M failed"; exit 1 on failure.
 set -u
 
 TIMEOUT=${KL_CLI_TIMEOUT:-60}
@@ -62,6 +65,23 @@ expect() {
   fi
 }
 
+# Host memory available now, in bytes (0 when unknown: the memory cases are then skipped).
+avail_bytes=$(awk '/^MemAvailable:/ { printf "%.0f", $2 * 1024 }' /proc/meminfo 2>/dev/null)
+avail_bytes=${avail_bytes:-0}
+skipped=0
+# expect_no_host_memory NEED_BYTES BIN LABEL ARGS...: a refusal (exit 2) where NEED_BYTES exceed the
+# available host memory; skipped where they do not (the bench would then go on to the device).
+expect_no_host_memory() {
+  local need="$1" bin="$2" label="$3"
+  shift 3
+  if [ "$avail_bytes" -gt 0 ] && awk -v n="$need" -v a="$avail_bytes" 'BEGIN { exit !(n > a) }'; then
+    expect "$bin" 2 "$label" "$@"
+  else
+    skipped=$((skipped + 1))
+    printf 'SKIP  %-18s %-34s (this machine has %s bytes available)\n' "$(basename "$bin")" "$label" "$avail_bytes"
+  fi
+}
+
 for bin in "${bins[@]}"; do
   fam="$(basename "$bin")"
   fam="${fam#bench_}"
@@ -96,12 +116,65 @@ for bin in "${bins[@]}"; do
     gemm_bf16 | attention) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
     sgemm) expect "$bin" 2 "--dtype bf16 unsupported" --dtype bf16 ;;
   esac
+  case "$fam" in
+    sgemm)
+      expect "$bin" 2 "--shape zero M" --shape 0x4x4
+      expect "$bin" 2 "--shape zero K" --shape K=0,M=4,N=4
+      expect "$bin" 2 "--shape M above 2^31-1" --shape 2147483648x1x1
+      expect "$bin" 2 "--shape K above 2^31-1" --shape 1x1x2147483648
+      expect_no_host_memory 137438953472 "$bin" "--shape host memory (128 GiB)" --shape 131072x131072x1
+      ;;
+    gemm_bf16)
+      expect "$bin" 2 "--shape zero N" --shape 16x0x16
+      expect "$bin" 2 "--shape zero M" --shape M=0,N=8,K=8
+      expect "$bin" 2 "--shape N above 2^31-1" --shape 1x2147483648x8
+      expect "$bin" 2 "--shape N not a multiple of 8" --shape 16x12x16
+      expect "$bin" 2 "--shape K not a multiple of 8" --shape 16x16x12
+      expect_no_host_memory 171798691840 "$bin" "--shape host memory (160 GiB)" --shape 131072x131072x8
+      ;;
+    rmsnorm | swiglu | softmax)
+      expect "$bin" 2 "--shape zero rows" --shape 0x8
+      expect "$bin" 2 "--shape zero cols" --shape cols=0,rows=8
+      expect "$bin" 2 "--shape rows above 2^31-1" --shape 2147483648x1
+      expect "$bin" 2 "--shape cols above 2^31-1" --shape 1x2147483648
+      ;;
+  esac
+  case "$fam" in
+    rmsnorm)
+      expect "$bin" 2 "--shape above 2^33 elements" --shape 131072x131073
+      # 2^33 elements: 144 GiB of host buffers for both ops
+      expect_no_host_memory 154618822656 "$bin" "--shape host memory (144 GiB)" --shape 65536x131072
+      expect "$bin" 2 "--op unknown" --op nope
+      expect "$bin" 2 "--op missing value" --op
+      expect "$bin" 2 "--eps trailing characters" --eps 1e-3foo
+      expect "$bin" 2 "--eps inf" --eps inf
+      expect "$bin" 2 "--eps nan" --eps nan
+      expect "$bin" 2 "--eps negative" --eps -1e-6
+      expect "$bin" 2 "--eps not a number" --eps abc
+      expect "$bin" 2 "--eps beyond a float" --eps 1e39
+      expect "$bin" 2 "--eps empty" --eps=
+      ;;
+    swiglu | softmax)
+      expect "$bin" 2 "--shape above 2^34 elements" --shape 131072x262144
+      # 2^34 elements: 224 GiB (softmax) or 256 GiB (swiglu) of host buffers
+      expect_no_host_memory 240518168576 "$bin" "--shape host memory (224 GiB)" --shape 131072x131072
+      ;;
+  esac
   if [ "$fam" = attention ]; then
     expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=96,causal=0
     expect "$bin" 2 "--shape Hkv not dividing Hq" --shape B=1,Hq=4,Hkv=3,Sq=64,Skv=64,D=64,causal=0
     expect "$bin" 2 "--shape Sq > Skv" --shape B=1,Hq=4,Hkv=4,Sq=128,Skv=64,D=64,causal=1
+    expect "$bin" 2 "--shape explicit Hkv=0" --shape B=1,Hq=4,Hkv=0,Sq=64,Skv=64,D=64,causal=0
+    expect "$bin" 2 "--shape explicit Skv=0" --shape B=1,Hq=4,Hkv=4,Sq=64,Skv=0,D=64,causal=0
+    expect "$bin" 2 "--shape positional Hkv 0" --shape 1x4x0x64x64x64x0
+    expect "$bin" 2 "--shape zero B" --shape B=0,Hq=4,Sq=64
+    expect "$bin" 2 "--shape zero Sq" --shape B=1,Hq=4,Sq=0
+    expect "$bin" 2 "--shape Skv above 2^31-1" --shape B=1,Hq=1,Sq=1,Skv=2147483648
+    expect "$bin" 2 "--shape causal=2" --shape B=1,Hq=4,Sq=64,causal=2
+    # one KV head of 2^31 - 1 keys: terabytes of reference buffers on the host
+    expect_no_host_memory 2748779069440 "$bin" "--shape host memory (one huge head)" --shape B=1,Hq=1,Hkv=1,Sq=1,Skv=2147483647,D=128
   fi
 done
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ $fail -eq 0 ]

@@ -2,8 +2,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include <unistd.h>
+
+#include <memory>
 
 #include "bench/harness.h"
 
@@ -61,6 +69,20 @@ TEST(Cli, ExtraFlags) {
   EXPECT_NE(usage_text("p", "RxC", ex).find("--hkv"), std::string::npos);
 }
 
+TEST(Cli, ParseNumberIsStrict) {
+  EXPECT_DOUBLE_EQ(parse_number("--eps", "1e-3"), 1e-3);
+  EXPECT_DOUBLE_EQ(parse_number("--eps", "0"), 0.0);
+  EXPECT_DOUBLE_EQ(parse_number("--eps", "2.5"), 2.5);
+  for (const char* bad : {"", "1e-3foo", "inf", "-inf", "nan", "1e999", "abc", " ", "1e-3 "})
+    EXPECT_THROW(parse_number("--eps", bad), BadArgument) << "'" << bad << "'";
+  try {
+    parse_number("--eps", "1e-3foo");
+  } catch (const BadArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("--eps"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("1e-3foo"), std::string::npos);
+  }
+}
+
 TEST(Cli, VariantListsAllIsAToken) {
   EXPECT_TRUE(variant_lists_all("all"));
   EXPECT_TRUE(variant_lists_all("3,all"));
@@ -94,6 +116,160 @@ TEST(Shape, RejectsMalformed) {
   EXPECT_THROW(parse_shape("M=4,M=5,N=1,K=1", d), BadArgument);
   EXPECT_THROW(parse_shape("M=-1,N=1,K=1", d), BadArgument);
   EXPECT_THROW(parse_shape("", d), BadArgument);
+}
+
+TEST(Shape, ZeroIsParsedAndLeftToTheBench) {
+  // parse_shape accepts 0 (attention's causal=0); each bench refuses the dims that must be >= 1.
+  EXPECT_EQ(parse_shape("0x4", {"rows", "cols"})["rows"], 0);
+  EXPECT_THROW(parse_shape("4x1099511627777", {"rows", "cols"}), BadArgument);  // above 2^40
+}
+
+TEST(SampleEntries, DistinctCornersFirstAndEveryEntryOfSmallOutputs) {
+  auto one = sample_entries(1, 1, 256, 7);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], std::make_pair(0, 0));
+  auto small = sample_entries(3, 5, 256, 7);
+  ASSERT_EQ(small.size(), 15u);
+  EXPECT_EQ(small[0], std::make_pair(0, 0));
+  EXPECT_EQ(small[1], std::make_pair(2, 4));
+  using Set = std::set<std::pair<int, int>>;
+  EXPECT_EQ(Set(small.begin(), small.end()).size(), 15u);
+  auto big = sample_entries(4097, 1023, 256, 7);
+  ASSERT_EQ(big.size(), 256u);
+  EXPECT_EQ(big[0], std::make_pair(0, 0));
+  EXPECT_EQ(big[1], std::make_pair(4096, 1022));
+  EXPECT_EQ(Set(big.begin(), big.end()).size(), 256u);
+  for (const auto& e : big) {
+    EXPECT_TRUE(e.first >= 0 && e.first < 4097 && e.second >= 0 && e.second < 1023);
+  }
+  EXPECT_EQ(sample_entries(4097, 1023, 256, 7), big);  // deterministic from the seed
+}
+
+TEST(Memory, HostRefusalNamesTheShapeAndTheBytes) {
+  EXPECT_GT(host_available_bytes(), 0.0);
+  EXPECT_NO_THROW(require_host_memory("tiny", 1.0));
+  try {
+    require_host_memory("bench_x shape rows=1,cols=1", 1e30);
+    ADD_FAILURE() << "1e30 bytes of host memory accepted";
+  } catch (const BadArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("rows=1,cols=1"), std::string::npos) << m;
+    EXPECT_NE(m.find("bytes"), std::string::npos) << m;
+    EXPECT_NE(m.find("available"), std::string::npos) << m;
+  }
+}
+
+TEST(Rotation, L2ResidentUnlessTheRotationExceedsThreeL2) {
+  DeviceInfo d;
+  d.l2_bytes = 60 << 20;
+  const size_t mib = size_t(1) << 20;
+  EXPECT_TRUE(is_l2_resident(mib, 1, d));           // --no-rotate on a small set
+  EXPECT_TRUE(is_l2_resident(mib, 64, d));          // a capped rotation short of 3x L2
+  EXPECT_TRUE(is_l2_resident(mib, 180, d));         // exactly 3x L2: not past it
+  EXPECT_FALSE(is_l2_resident(mib, 181, d));        // what rotation_copies aims for
+  EXPECT_FALSE(is_l2_resident(512 * mib, 1, d));    // one set far past the L2
+  EXPECT_TRUE(is_l2_resident(8, kMaxRotationCopies, d));  // the 1x1x1 GEMM's capped rotation
+}
+
+// A reporter writing to a temporary file (the rows it emits), for the validation helpers.
+struct TmpReporter {
+  std::string path;
+  Options o;
+  DeviceInfo d;
+  std::unique_ptr<Reporter> rep;
+  TmpReporter() {
+    char name[] = "/tmp/kl_harness_test_XXXXXX";
+    const int fd = mkstemp(name);
+    if (fd >= 0) close(fd);
+    path = name;
+    o.out = path;
+    rep = std::make_unique<Reporter>(o, d);
+  }
+  ~TmpReporter() {
+    rep.reset();
+    std::remove(path.c_str());
+  }
+  size_t rows() {
+    rep->finish();
+    std::ifstream f(path);
+    size_t n = 0;
+    for (std::string line; std::getline(f, line);) n += !line.empty();
+    return n;
+  }
+};
+
+TEST(Validate, CopyZeroAndTheLastRotatedCopy) {
+  ErrStats good, bad;
+  good.ok = true;
+  good.n = 4;
+  bad.ok = false;
+  bad.n = 4;
+  bad.bad = 1;
+  {
+    TmpReporter t;
+    Row r;
+    std::vector<int> seen;
+    EXPECT_TRUE(validate_copies(r, *t.rep, 5, [&](int i) { seen.push_back(i); return good; }, "x"));
+    EXPECT_EQ(seen, (std::vector<int>{0, 4}));
+    EXPECT_TRUE(r.validated);
+    EXPECT_EQ(r.notes["validated_copies"], "0,4");
+    EXPECT_EQ(t.rep->exit_code(), 0);
+  }
+  {
+    TmpReporter t;
+    Row r;
+    std::vector<int> seen;
+    EXPECT_TRUE(validate_copies(r, *t.rep, 1, [&](int i) { seen.push_back(i); return good; }, "x"));
+    EXPECT_EQ(seen, (std::vector<int>{0}));
+    EXPECT_EQ(r.notes["validated_copies"], "0");
+  }
+  {
+    TmpReporter t;
+    Row r;
+    EXPECT_FALSE(validate_copies(r, *t.rep, 3, [&](int i) { return i == 0 ? good : bad; }, "x"));
+    EXPECT_FALSE(r.err.ok);
+    EXPECT_EQ(r.err.bad, 1u);
+    EXPECT_EQ(t.rep->exit_code(), 1);
+    EXPECT_EQ(t.rows(), 0u);
+  }
+}
+
+TEST(Validate, GraphReplayCheckDecidesTheRow) {
+  ErrStats bad;
+  bad.ok = false;
+  {
+    TmpReporter t;
+    Row r;
+    r.validated = true;
+    r.err.ok = true;
+    emit_timed(*t.rep, r, "x");  // no graph checked: written as is
+    EXPECT_EQ(t.rows(), 1u);
+  }
+  {
+    TmpReporter t;
+    Row r;
+    r.validated = true;
+    r.err.ok = true;
+    r.t.graph_checked = true;
+    r.t.graph_err.ok = true;
+    emit_timed(*t.rep, r, "x");
+    EXPECT_EQ(t.rows(), 1u);
+    std::ifstream f(t.path);
+    std::string line;
+    std::getline(f, line);
+    EXPECT_EQ(nlohmann::json::parse(line)["notes"]["graph_validated"], "1");
+  }
+  {
+    TmpReporter t;
+    Row r;
+    r.validated = true;
+    r.err.ok = true;
+    r.t.graph_checked = true;
+    r.t.graph_err = bad;
+    emit_timed(*t.rep, r, "x");
+    EXPECT_EQ(t.rows(), 0u);
+    EXPECT_EQ(t.rep->exit_code(), 1);
+  }
 }
 
 TEST(Compare, PassesWithinToleranceFailsOutside) {
@@ -222,6 +398,14 @@ TEST(Json, RowHasEveryDocumentedField) {
   EXPECT_TRUE(j["graph_ms"].is_null());  // NaN is not JSON: null
   EXPECT_EQ(j["device"]["cc"], "9.0");
   EXPECT_EQ(j["notes"]["picked"], "04");
+  EXPECT_TRUE(j["ok"].get<bool>());
+}
+
+TEST(Json, RowsThatComparedNothingAreNotValidated) {
+  DeviceInfo d;
+  Row r;  // a copy or probe row: validated stays false
+  auto j = nlohmann::json::parse(row_to_json(r, d, run_info()));
+  EXPECT_FALSE(j["validated"].get<bool>());
   EXPECT_TRUE(j["ok"].get<bool>());
 }
 
