@@ -1,7 +1,7 @@
 // tools/attn_ceiling.cu — what attention rung 02's kernel (kernels/attention/flash_mma.cuh) can reach
 // at best on this card: the same kernel with its softmax taken out, then with its K/V ring taken out
-// too. The ceilings bound issue 7's prefill target (1.2x PyTorch's flash backend) for any kernel of
-// this structure (mma.sync for both products, P in registers, 4 warps x 32 rows, 64-key tiles).
+// too. The ceilings bound what any kernel of this structure can reach on prefill (mma.sync for both
+// products, P in registers, 4 warps x 32 rows, 64-key tiles).
 //
 // Rows (JSON lines through the bench harness, family "attention_probe", op "prefill"):
 //   0 02_full          flash_mma_kernel exactly as rung 02 launches it (Cfg<D, 4, 2, 64, 2|3, 2>;

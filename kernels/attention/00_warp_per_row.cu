@@ -1,15 +1,13 @@
-// kernels/attention/00_warp_per_row.cu — rung 00: a warp per query row, online softmax key by key.
+// 00 warp_per_row — a warp per query row, online softmax key by key.
 //
-// What it is: the naive fused kernel. Warp w owns query row (b, hq, i); each lane holds D/32
-// consecutive elements of q and of the output accumulator in fp32. For every visible key j the
-// warp computes q.k_j (per-lane partial dot product + a 5-step xor-shuffle all-reduce), updates the
-// running max / sum (online softmax, so the score row is never stored) and rescales + accumulates
-// v_j. Nothing is shared between rows: every query head reads its whole KV head from L2/DRAM.
-// Why it is slow: one dot product per 5 shuffles and a dependent exp2 per key, D/32 FMAs per lane
-// per key; the tensor cores and shared memory are unused. It is the correctness baseline.
-// Measured (H200, 2026-11-29, round-1 run results/h200/dev/round1/attention.jsonl -> results/h200/dev/):
-// 6.8 TFLOP/s at B=16,H=32,S=512,D=128 causal (5.09 ms), 3.9 at D=64; decode B=1,Hkv=8,Skv=4096:
-// 2.70 ms (rung 03: 0.016 ms). Kept as the correctness baseline.
+// Parent: none (the baseline of the ladder).
+// Change: the naive fused kernel. Warp w owns query row (b, hq, i); each lane holds D/32
+//   consecutive elements of q and of the fp32 output accumulator. For every visible key j the warp
+//   computes q.k_j (per-lane partial dot product + a 5-step xor-shuffle all-reduce), updates the
+//   running max / sum (online softmax: the score row is never stored) and accumulates v_j.
+// Why: the correctness baseline every later rung is checked against.
+// Limits: nothing is shared between rows (every query head reads its whole KV head from L2/DRAM);
+//   one dot product per 5 shuffles and a dependent exp2 per key; no tensor cores, no shared memory.
 #include <cuda_bf16.h>
 
 #include "attention/attention_internal.h"

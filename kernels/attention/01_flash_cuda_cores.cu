@@ -1,18 +1,14 @@
-// kernels/attention/01_flash_cuda_cores.cu — rung 01: flash attention on CUDA cores.
+// 01 flash_cuda_cores — flash attention on CUDA cores.
 //
-// Change from rung 00: tiling. A block owns a 64-row Q tile and walks the visible keys in 64-key
-// tiles staged in shared memory as fp32, so each K/V element read from L2/DRAM is reused by 64
-// query rows instead of one. S = Q K^T (64 x 64) and O += P V are register-blocked fp32 FMA loops:
-// thread (ty, tx) owns rows 4*ty..4*ty+3 and, for S, keys tx + 8c (c < 8), for O columns
-// 4*tx + 32c' (c' < D/32). The online softmax runs on those 4 x 8 score fragments with a 3-step
-// shuffle over the 8 threads of a row group; P goes through shared memory (transposed) to the PV
-// loop. Q is pre-multiplied by scale*log2(e) when staged, so scores are already in exp2 units.
-// Causal: key tiles past the tile's last visible key are never loaded; query tiles are launched
-// heaviest first (blockIdx.y reversed) so the long causal tiles do not end up in the last wave.
-// What limits it: fp32 FMA issue and shared-memory loads (1 LDS per 2.7 FMA in QK^T), no tensor cores.
-// Measured (H200, 2026-11-29, round-1 run results/h200/dev/round1/attention.jsonl -> results/h200/dev/):
-// 34.7 TFLOP/s at B=1,H=32,S=4096,D=128 (causal and not), 29-34 on every prefill shape: 5x rung
-// 00, about 56% of the measured 62.3 TFLOP/s fp32 FMA roof.
+// Parent: 00 warp_per_row.
+// Change: tiling. A block owns a 64-row Q tile and walks the visible keys in 64-key tiles staged in
+//   shared memory as fp32. S = Q K^T and O += P V are register-blocked fp32 FMA loops (thread
+//   (ty, tx): rows 4*ty..4*ty+3; keys tx + 8c; O columns 4*tx + 32c'); the online softmax runs on
+//   the 4 x 8 score fragments with a 3-step shuffle; P goes through shared memory (transposed).
+//   Q is pre-multiplied by scale*log2(e) when staged. Causal: key tiles past the tile's last
+//   visible key are never loaded; query tiles are launched heaviest first.
+// Why: each K/V element read from L2/DRAM is reused by 64 query rows instead of one.
+// Limits: fp32 FMA issue and shared-memory loads (1 LDS per 2.7 FMA in QK^T); no tensor cores.
 #include <cstdint>
 #include <cuda_bf16.h>
 

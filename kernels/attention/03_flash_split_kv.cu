@@ -1,66 +1,19 @@
-// kernels/attention/03_flash_split_kv.cu — rung 03: a schedule on top of rung 02's kernel.
+// 03 flash_split_kv — a schedule on top of rung 02's kernel: split tails, small-query tiles and a
+// one-kernel split-KV decode step.
 //
-// Change from rung 02: how the work is cut, not the inner loop (rung 02's kernel, flash_mma.cuh).
-//  * Tail wave: with W = SMs x resident blocks, a prefill launch of T query tiles runs
-//    floor(T / W) full waves and then T % W tiles alone on as many SMs. When that tail is at most
-//    half a wave (and the problem is non-causal, or is entirely that tail), each tail tile's KV range
-//    is cut into `splits` pieces (up to W / tail, each piece >= 2 key tiles) that run side by side on
-//    the idle SMs and write an fp32 partial O plus its base-2 log-sum-exp to the workspace; a combine
-//    kernel merges them in split order (deterministic). Causal launches rely on heaviest-first
-//    order instead: their last wave is made of the lightest tiles.
-//  * Small query counts: Sq <= 64 uses a 64-row tile (4 warps x 16 rows) instead of 128 rows, so a
-//    40-query chunk does not compute 88 padding rows.
-//  * Decode (Sq <= 16): the G = Hq / Hkv query heads that share a KV head are packed with their Sq
-//    queries into the M dimension of one 16-row tile (rows r = head_in_group * Sq + i), so each KV
-//    head is streamed from DRAM once per 16 packed rows instead of once per query head; the 4 warps
-//    of a block take 16 keys each of every 64-key tile (one m16n8k16 k-step of P V), each with its
-//    own online-softmax state, merged through shared memory at the end; the KV range is split over
-//    enough blocks to fill the card (a small cost model picks the count, >= 2 key tiles a piece).
-//    The step is ONE kernel (decode_split.cuh, shared with rung 09): each piece writes its fp32
-//    partial and log-sum-exp, raises its flag in the workspace (the launch's epoch) and reads its
-//    tile's other flags; a piece that sees them all merges the pieces in split order
-//    (deterministic; flags are lowered after the merge and only count when they hold this
-//    launch's epoch, so nothing is cleared between launches). A 4-stage cp.async ring holds 128 KB
-//    (D = 128) of K/V per SM, every stage filled by the prologue: a piece of <= 4 key tiles (what
-//    the small caches get) is one DRAM round trip. On sm_90 the kernel is a programmatic dependent
-//    launch (it waits with griddepcontrol.wait before reading anything). Before (round 2): a split
-//    kernel + a PDL combine kernel, and the 4th tile of each piece requested only after the 1st
-//    had landed.
-// Without a large enough workspace the rung still runs, unsplit.
-// What limits it: decode is a DRAM stream (K and V read once, 4.2-4.3 TB/s on the large caches,
-// above the copy's read+write rate) plus a fixed cost per step that the small caches cannot
-// amortize: B=1, Hkv=8, Skv=4096 is 16.8 MB (3.7 us at 4.6 TB/s), yet the step takes 8.4 us back
-// to back even with K and V resident in L2 (copy 3.5 us): launch, the serial compute of a piece's
-// 4 tiles once they land, the 4-warp merge, the partial store + fence + flags, and the merging
-// piece's L2 round trips. Prefill is rung 02's kernel.
-// Measured (H200, 2026-11-29, request adec r2, results/h200/dev/batch2/adec/dec_r2.jsonl, event /
-// graph time, % of the same-run cudaMemcpy of the same bytes): B=1,Hkv=8,Skv=4096 13.2 / 10.4 us
-// (59% / 50%); B=1,Hkv=32,Skv=4096 24.4 / 21.6 (82% / 82%); B=8,Hkv=8,Skv=4096 39.9 / 36.8 (89% /
-// 92%); B=1,Hkv=8,Skv=32768 39.4 / 36.9 (90% / 91%); B=8,Hkv=32,Skv=4096 126.4 / 123.4 (102% /
-// 103%); B=1,Hkv=32,Skv=32768 126.4 / 125.4 (103% / 102%). Before (final run of commit 3c5ea9f,
-// results/h200/dev/final-14647d0/attention.jsonl): 15.9 / 13.0 (48% / 41%), 24.5 / 21.6, 39.5 / 36.4, 42.1 / 39.2
-// (85% / 86%), 124.8 / 122.5, 126.1 / 123.2 us. Request r1 (dec_r1.jsonl: an atomicCAS ticket
-// instead of the flags) was slower, 16.8 / 14.3 us at B=1,Hkv=8,Skv=4096: the CAS retries of the
-// 16 pieces of a tile serialize (ncu, cold L2: SM active 17.9k of 30.5k cycles; with the flags
-// 16.9k of 23.7k). r2 also halved the S = Q K^T mma chain and skips the O rescale when no row max
-// moved (not measured alone). PDL on the decode kernel: graph 15.1 -> 14.3 us there (r1 build,
-// nopdl_r1.jsonl vs dec_r1.jsonl).
-// Prefill: see rung 02 (same kernel; since session 22 non-causal tiles head by head, the tail map
-// of the split tiles in the same order: call 4, S = 4096 / 8192 / 16384 366.5 / 371.5 / 368.4 TFLOP/s
-// non-causal D = 128, was 342.5 / 349.7 / 344.7; causal D = 128 without the loop's spill, call 6:
-// 325.7 -> 338.1 at S = 4096, 339.3 -> 352.5 at 8192).
-// Since 9dd5fcb (the stale-max softmax of flash_mma.cuh at D = 128, docs/attention.md log item 12):
-// full run of 9dd5fcb (results/h200/dev/final-9dd5fcb/attention.jsonl) S=4096 D=128 325.6 [1980] / 343.3 [1980] TFLOP/s
-// causal / non-causal, S=8192 340.4 / 345.0; decode unchanged (55% of copy at 16.8 MB, 80% at 67 MB,
-// 88-89% at 134 MB, 100-105% from 537 MB).
-// Since df97d2b (decode: the tile's last piece merges after acquiring the other pieces' flags,
-// decode_split.cuh; docs/attention.md Part 1 log; same-call A/B 0.0 to -2.4% event time, -0.1 to
-// -4.5% graph time): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl) decode B=1,Hkv=8,Skv=4096
-// 12.9 us (60% of the same-run copy of the same bytes), B=1,Hkv=32,Skv=4096 24.3 (81%),
-// B=1,Hkv=8,Skv=32768 39.6 (89.2%), B=8,Hkv=8,Skv=4096 39.5 (89.6%), from 537 MB 100-105%; prefill
-// (unchanged) S=4096 D=128 328.1 / 342.1 TFLOP/s causal / non-causal. The in-kernel timeline
-// (tools/dec_trace) puts ~2.4 us before the first K/V tile lands and ~3.5 us of finish after the
-// last.
+// Parent: 02 flash_mma_sync.
+// Change: how the work is cut, not the inner loop. Prefill: when the last wave is at most half a
+//   wave (non-causal, or the whole problem is that tail), each tail tile's KV range is cut into
+//   pieces that run on the idle SMs and are merged in split order by a combine kernel; Sq <= 64
+//   uses a 64-row tile. Decode (Sq <= 16): the G query heads of a KV head and their queries are
+//   packed into one 16-row tile, the 4 warps take 16 keys each of every 64-key tile, and the KV
+//   range is split to fill the card; each piece stores its fp32 partial and log-sum-exp and raises
+//   an epoch flag, and the tile's last piece merges in split order (decode_split.cuh). A 4-stage
+//   cp.async ring fills entirely in the prologue; on sm_90 the step is a PDL launch.
+// Why: a tail wave leaves SMs idle, and decode must stream each KV head from DRAM once per packed
+//   tile in one kernel. Without a large enough workspace the rung still runs, unsplit.
+// Limits: decode is a DRAM stream plus a fixed cost per step (launch, first round trip, merge)
+//   that small caches cannot amortize (tools/dec_trace shows it); causal prefill is not split.
 #include <algorithm>
 #include <climits>
 
@@ -117,9 +70,9 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
     flash::load_rows_async<dec::kBN, D, dec::kThreads>(ks + C::KV_ELEMS, Vg + static_cast<long long>(n) * dec::kBN * D,
                                                       valid, tid);
   };
-  // Every stage is filled before the first wait (round 2 filled STAGES - 1 and requested the
-  // STAGES-th tile only after the first had landed: a second DRAM round trip for a piece of
-  // STAGES tiles, the size the plan gives the small caches). Groups: Q, then one per stage.
+  // Every stage is filled before the first wait: filling STAGES - 1 and requesting the STAGES-th
+  // tile only after the first had landed would cost a second DRAM round trip for a piece of
+  // STAGES tiles, the size the plan gives the small caches. Groups: Q, then one per stage.
 #pragma unroll
   for (int st = 0; st < STAGES; ++st) {
     if (n_begin + st < n_end) load_kv(n_begin + st, st);
@@ -200,7 +153,7 @@ int prefill_smem(int D, bool small) {
 // Registers per thread of those kernels (ptxas -v, sm_90a), for the resident-block count.
 int prefill_regs(int D, bool small) { return small ? (D == 64 ? 168 : 232) : (D == 64 ? 240 : 255); }
 // Decode ring depth: 4 stages (all 4 key tiles in flight from the prologue, 1 block/SM at D = 128).
-// Measured against 3 stages at 2 blocks/SM (request r2-1): 4 stages faster on every decode shape.
+// Against 3 stages at 2 blocks/SM, 4 stages are faster on every decode shape.
 constexpr int kDecodeStages = 4;
 int dec_smem(int D) { return D == 64 ? DecCfg<64, kDecodeStages>::SMEM : DecCfg<128, kDecodeStages>::SMEM; }
 

@@ -1,41 +1,17 @@
-// kernels/attention/09_decode_split_kv.cu — rung 09 (sm_90a): the decode step on the Hopper
-// machinery, TMA + mbarrier ring, GQA heads packed, split KV merged in the kernel.
+// 09 decode_split_kv — (sm_90a) the decode step on the Hopper machinery: TMA + mbarrier ring, GQA
+// heads packed, split KV merged in the kernel.
 //
-// Change from rung 08 (and from rung 03's decode path, whose math it shares through
-// decode_split.cuh): K and V of each 64-key tile arrive by TMA (two 64-column SWIZZLE_128B panels
-// per tile at D = 128) into a 6-deep ring (192 KB, one CTA per SM) fed by one producer thread;
-// consumers wait on per-stage `full` mbarriers and release slots on `empty` mbarriers (one arrival
-// per warp), so there is no block-wide barrier per tile and no thread spends issue slots on copies.
-// A piece of <= 6 key tiles (the small caches: B=1, Skv=4096 gives 4 tiles a piece) has all its
-// bytes requested by the first instructions of the CTA. The G = Hq/Hkv query heads of a KV head
-// (and their Sq <= 16 queries) are the 16 rows of one mma.sync m16 tile (4 consumer warps x 16 keys
-// of every tile): a wgmma needs 64 rows, of which a decode step has 1-8 live (round 2's rung 09 ran
-// the prefill kernel's 64-row warpgroup tile and lost to rung 03 on every decode shape). The KV
-// range is split so that one wave fills the SMs; each piece stores its partial and releases an
-// epoch flag, and the tile's last piece acquires the others' flags and merges them in split order
-// (bitwise deterministic, nothing cleared; since df97d2b, decode_split.cuh: before, every piece
-// read every flag and whoever saw them all merged), so a step is one kernel, launched as a
-// programmatic dependent launch.
-// Why: a decode step is a pure stream of K and V plus a fixed cost (launch, first DRAM round trip,
-// merge); the target is >= 90% of the same-run copy of the same bytes.
-// Measured (H200, 2026-11-29, request adec r2, results/h200/dev/batch2/adec/dec_r2.jsonl, event /
-// graph us, % of the same-run copy; rung 03 in brackets): B=1,Hkv=8,Skv=4096 13.2 / 10.0 (58% /
-// 52%) [13.2 / 10.4]; B=1,Hkv=32,Skv=4096 25.0 / 21.7 (80% / 82%) [24.4 / 21.6];
-// B=8,Hkv=8,Skv=4096 40.9 / 37.6 (87% / 90%) [39.9 / 36.8]; B=1,Hkv=8,Skv=32768 40.7 / 38.0 (87% /
-// 89%) [39.4 / 36.9]; B=8,Hkv=32,Skv=4096 134.5 / 131.4 (96% / 97%) [126.4 / 123.4];
-// B=1,Hkv=32,Skv=32768 135.9 / 133.1 (96% / 96%) [126.4 / 125.4]. L2-resident (no rotation, l2_r2.jsonl)
-// B=1,Hkv=8,Skv=4096: 10.8 / 7.8 us [11.0 / 8.4], copy 5.7 / 3.5. Round 2 (the 64-row wgmma tile +
-// a combine kernel, final run of 3c5ea9f): 16.8 / 13.6, 27.1 / 22.8, 42.7 / 38.6, 47.3 / 42.4,
-// 138.8 / 135.7, 142.6 / 138.5 us.
-// What limits it: the same fixed cost as rung 03 on the small caches (the graph figure is 0.4 us
-// better, the event figure equal), and on the large caches a lower stream rate than rung 03's
-// cp.async ring (~4.0 vs ~4.25 TB/s of K+V; not diagnosed: each 256-byte K/V row is split over two
-// 128-byte-wide TMA boxes, and one producer thread re-arms a slot only after all 4 consumer warps
-// released it). Short of the 90% target except at B=8,Hkv=32 / Skv=32768 and above; not the
-// entry point's pick (rung 03 is as fast or faster on every measured shape).
-// Since df97d2b (the merge change above; same-call A/B, results/h200/dev/dec_merge/: 0.0 to -3.5%
-// event time, -0.2 to -6.1% graph time): full run of df97d2b (results/h200/dev/final-df97d2b/attention.jsonl)
-// B=1,Hkv=8,Skv=4096 12.9 us, B=1,Hkv=8,Skv=32768 40.6 us (60% / 87% of the same-run copy).
+// Parent: 03 flash_split_kv (its decode path; the math is shared through decode_split.cuh).
+// Change: K and V of each 64-key tile arrive by TMA (64-column SWIZZLE_128B panels) into a 6-deep
+//   ring (192 KB, one CTA per SM at D = 128) fed by one producer thread; consumers wait on `full`
+//   and release on `empty` mbarriers (one arrival per warp): no block-wide barrier per tile, no
+//   issue slots spent on copies. The G query heads of a KV head (Sq <= 16) are the 16 rows of one
+//   mma.sync m16 tile (a 64-row wgmma tile would have 1-8 live rows). Pieces merge as in rung 03.
+// Why: a decode step is a pure K/V stream plus a fixed cost; a small piece has all its bytes
+//   requested by the CTA's first instructions.
+// Limits: the same fixed cost as rung 03 on small caches, and a lower stream rate than 03's
+//   cp.async ring on large ones (not diagnosed: each 256-byte row is split over two TMA boxes, and
+//   one producer re-arms a slot only after all 4 consumer warps released it). Not the pick.
 #include <algorithm>
 #include <climits>
 
@@ -102,7 +78,7 @@ __global__ void __launch_bounds__(Cfg09<D>::THREADS, 1) decode09_kernel(const __
       tma_prefetch_desc(&P.tmV);
       for (int i = 0; i < n; ++i) {
         const int s = i % C::STAGES;
-        mbar_wait(&empty[s], ((i / C::STAGES) & 1) ^ 1);  // round 0: returns at once (fresh barrier)
+        mbar_wait(&empty[s], ((i / C::STAGES) & 1) ^ 1);  // first trip: returns at once (fresh barrier)
         uint8_t* dst = smem + s * C::STAGE_BYTES;
         const int key0 = (n_begin + i) * dec::kBN;  // rows past Skv are zero-filled (and masked)
         mbar_arrive_expect_tx(&full[s], C::STAGE_BYTES);

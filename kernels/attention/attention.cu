@@ -89,39 +89,17 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
   return std::max(attn03_workspace_bytes(a, d), attention_hopper_workspace_bytes(a, d));
 }
 
-// The pick is a measured preference list per shape class, not "the highest rung" (round 1 picked
-// 08 everywhere while 05 was faster on every prefill shape). Prefill classes: causal or not, D, and
-// the KV length, short (Skv < 2048, between the measured 1024 and 4096) or long. Since the
-// uniform-datapath change (Part 2 log item 13: the persistent rungs 08/10 lost their per-tile
-// R2UR/64-bit descriptor arithmetic), the lists come from results/h200/dev/attn_uniform/pick_6.jsonl
-// and pick_a.jsonl (every default shape, rungs 6,7,8,10,auto and the reverse order, one process
-// each; H200, us, first / second run; rows early in a process run cooler and faster, so a rung is
-// compared with the rows that ran in the same position):
-// - causal, every length and D: 08 first. D=128 S=512 / 1024 / 4096: 08 122.3 / 160.2 / 210.9 <
-//   10 233.1 (S=4096) < 07 130.1 / 174.8 / 240.2, 06 131.6 / 175.6 / 237.7 (second run within 1%);
-//   S=8192 at 1965 MHz 06 802.6 (first row of its process) ~ 08 807.1 (second row of its process);
-//   S=16384 08 3279.9 / 3268.6 < 06 3386.3 / 3323.5, 07. D=64: S=4096 08 166.9 / 167.8 < 07, 06
-//   193.5-199.4; S=8192 08 598.8 / 603.4 < 06 638.3 / 639.1 (all at 1965 MHz; before the change 06
-//   led here, so causal D = 64 with Skv > 4096 went to 06); S=16384 08 2352.1 / 2353.0 ~ 06 2344.9 /
-//   2357.5. GQA 32/8 S=4096: 08 210.0 / 209.2 < 06, 07 238.5-245.8. (Rung 10's D = 64 kernel is 08's
-//   configuration: 10 and 08 are within 1% at D = 64, except S=16384 causal, where 10 ran first
-//   in its process: 2257.5 against 08's 2353.0.)
-// - non-causal short: D=128 S=512 / 1024: 08 162.6-163.1 / 235.5-236.7 < 06, 07 166.9-188.9 /
-//   243.2-244.5 < 10 179.9-199.2 / 260.4-261.9; D=64 08 ~ 10 107.5-110.0 / 176.8-177.6 < 07 122.7 /
-//   192.7 < 06.
-// - non-causal long: 06 first at both D (08 came within 0.3-2% at S = 4096 where it ran early in its
-//   process, and 7% behind at S = 8192): D=128 S=4096 06 381.7 (first) vs 08 382.8 (second) and 07 384.5 (second); GQA 32/8
-//   06 375.9 (first) vs 08 382.7 (second); S=8192 06 1449.0 (first) < 08 1546.7 (second); D=64
-//   S=4096 06 301.2-302.2 ~ 10, 08 301.9-304.5; S=8192 06 1128.2 / 1145.6 < 10 1165.4 / 1157.8 < 07,
-//   08; S=16384 06 4496.1 / 4576.5 < 07 4656.1 / 4661.2 < 10, 08.
-// (Before, from results/h200/dev/attn_softmax/pick_*.jsonl: the same lists except causal D = 64 with
-// Skv > 4096 -> 06, which led there by 3-9% while 08 paid the per-tile R2UR arithmetic.)
-// Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps since request adec r2
-// (results/h200/dev/batch2/adec/dec_r2.jsonl); 03 was as fast or faster in event time on every
-// decode shape measured (B=1,Hkv=8,Skv=4096 13.2 vs 13.2 us; 2-7% faster on the >= 134 MB caches:
-// its cp.async stream runs at ~4.25 TB/s, 09's TMA ring at ~4.0); 09 is 0.4 us faster only in
-// graph time at B=1,Hkv=8,Skv=4096. The first supported rung of the list wins, so a GPU without
-// sm_90a falls through to the mma.sync rungs.
+// The pick is a preference list per shape class, fastest first on the H200, not "the highest
+// rung". Prefill classes: causal or not, and the KV length, short (Skv < 2048, between the
+// measured 1024 and 4096) or long (docs/attention.md has the rows):
+// - causal, every length and D: 08 first (its per-tile descriptor arithmetic is on the uniform
+//   datapath), then 07 and 10 (order per length), 06;
+// - non-causal short: 08 first, then 07 and 10;
+// - non-causal long: 06 first at both D, then 07 and 08.
+// Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
+// faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
+// caches). The first supported rung of the list wins, so a GPU without sm_90a falls through to
+// the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
 const int kPrefillCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
@@ -151,7 +129,7 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
   if (attention_is_decode(args)) {
     if (const auto* r = first_supported(kDecodeOrder, 2)) return r;
   }
-  // Prefill: the measured shape class (figures above).
+  // Prefill: the shape class (lists above).
   const int* order = kPrefillNonCausalLong;
   if (args.Skv < kPrefillShortKv)
     order = args.causal ? kPrefillCausalShort : kPrefillNonCausalShort;

@@ -23,12 +23,11 @@
 // first kFlagBytes of the workspace, one word per piece) count only when equal to this launch's
 // epoch (a host counter, never 0 or ~0), so nothing is cleared between launches and garbage (a
 // fresh or reused workspace) is harmless unless it equals the epoch exactly; the merger lowers
-// each flag, so a CUDA graph replaying one captured launch (same epoch) waits afresh. History:
-// round 2's first version took an atomicCAS ticket (pieces of a tile finish together and the CAS
-// retries serialized them: 16 round trips for 16 pieces); the second raised every flag, fenced
-// (seq_cst, store-buffering) and read all the others, and whoever saw them all merged: 75 of 128
-// blocks merged at B=1, Hkv=8, Skv=4096 in the in-kernel trace, two more L2 round trips (the
-// fence and the flag reads) on the step's critical path, and an acquire fence before the merge.
+// each flag, so a CUDA graph replaying one captured launch (same epoch) waits afresh. Why one
+// merger: an atomicCAS ticket serializes the pieces of a tile (they finish together, so the CAS
+// retries cost one round trip per piece), and letting every piece raise its flag, fence and read
+// all the others (whoever sees them all merges) puts two more L2 round trips on the step's
+// critical path.
 // Two launches sharing one workspace must not run concurrently (their partials would collide
 // anyway).
 #pragma once
@@ -354,9 +353,7 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
   // Merger: its own partial needs no fence (the block's barrier orders it before its own loads).
   // Warp 0 acquires the other pieces' flags (a flag counts only when it holds this launch's epoch)
   // and lowers each one after seeing it (this launch writes it once; a replayed graph, same
-  // epoch, waits afresh). Before (2026-11-29 r2): every piece raised its flag, fenced (seq_cst)
-  // and read all the others; whoever saw them all merged (75 of 128 blocks at 16.8 MB in the
-  // in-kernel trace), after one more fence: two more L2 round trips on the step's critical path.
+  // epoch, waits afresh).
   if (warp == 0) {
     for (int k = lane; k < p.splits - 1; k += 32) {
       while (streamk_ld_acquire(const_cast<const unsigned*>(fl + k)) != p.epoch) __nanosleep(32);

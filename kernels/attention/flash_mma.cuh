@@ -22,7 +22,7 @@
 //   a2 = pack(S[2kk+1].c0,c1), a3 = pack(S[2kk+1].c2,c3). P never leaves registers.
 // Shared-memory traffic: per BN-key tile a warp reads all of K and V (2 * BN * D * 2 bytes) with
 //   ldmatrix and does 4 * 16 * MT * BN * D FLOPs with them, i.e. 16 * MT FLOP per byte. An SM reads
-//   128 B/clk of shared memory and issues ~2470 mma.sync FLOP/clk (646 TFLOP/s / 132 SMs / 1.98 GHz),
+//   128 B/clk of shared memory and issues ~2470 mma.sync FLOP/clk (the dense mma.sync peak / 132 SMs),
 //   so MT = 1 needs 154 B/clk (the ldmatrix stream, not the tensor pipe, is the roof: <= 83%) and
 //   MT = 2 needs 77 (96 with its Q re-reads at BN = 64: 8 KB of Q per 32 KB of K/V).
 // Row statistics: each thread holds 2 rows (g, g+8) per m-tile x BN/4 scores; a row's max and sum are a
@@ -68,7 +68,7 @@ struct Params {
 // does not compute attention; only its time is used.
 // HEAD_MAJOR: tile_of's order (the launchers: non-causal true, causal false); a template parameter,
 // not a runtime flag: ptxas allocates the two versions differently, and the runtime-flag version of
-// the D = 128 kernel spilled 8 bytes inside the KV loop and ran 5% slower non-causal (session 22).
+// the D = 128 kernel spills 8 bytes inside the KV loop and runs slower non-causal.
 template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_, bool HEAD_MAJOR_ = false, int PROBE_ = 0>
 struct Cfg {
   static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
@@ -100,10 +100,9 @@ using CfgBig = Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HEAD_MAJOR, PROBE>;
 //  * head-major (non-causal: every tile costs the same): t = bh * nqt + (nqt-1-qt), the tiles of
 //    one head in a row, so the blocks resident at once read the K/V of a few heads (GQA: of fewer
 //    still) and those stay in L2; query-tile-major order streams all heads' K/V at once (64 MB at
-//    B=1, H=32, S=4096, D=128; 128 MB at S=8192) past the L2 and reads them several times. Measured
-//    (H200, session 22, docs/attention.md "Session 22"): rung 02 non-causal D = 128 344.9 -> 366.7
-//    TFLOP/s at S = 4096, 347.8 -> 368.6 at 8192; causal lost 2-15% to it (its last wave is no
-//    longer the lightest tiles), so causal keeps the other order.
+//    B=1, H=32, S=4096, D=128; 128 MB at S=8192) past the L2 and reads them several times. Causal
+//    launches are slower head-major (their last wave is no longer the lightest tiles), so causal
+//    keeps the other order.
 __host__ __device__ __forceinline__ void tile_of(int t, int nqt, int BH, bool head_major, int& qt, int& bh) {
   qt = nqt - 1 - (head_major ? t % nqt : t / BH);
   bh = head_major ? t / nqt : t % BH;
@@ -129,8 +128,8 @@ __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bf
   // OPAQUE: the thread's element offset is hidden from the optimizer here, so it is added to the
   // (block-uniform) tile base on every call instead of a 64-bit per-thread pointer per operand being
   // kept live across the KV loop. The causal D = 128 kernel spilled such a pointer inside its loop
-  // (8 bytes; STL before the loop, LDL after its barrier); with OPAQUE it does not, and measured
-  // +2-4% (session 22, call 6). The other kernels had no spill and measured 0.4-3% slower with it.
+  // (8 bytes; STL before the loop, LDL after its barrier); with OPAQUE it does not and runs faster.
+  // The other kernels have no spill and run slower with it, so it is on for that kernel only.
   const __nv_bfloat16* src;
   if constexpr (OPAQUE) {
     int off = r0 * D + c * 8;
@@ -260,7 +259,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     // O and l need no rescale (the max did not move); on failure the second pass computes S again
     // from the same shared tile (no __syncthreads since) for the online softmax below. One rolled
     // loop, so the S code exists once (two copies made ptxas spill at MT = 2, D = 128).
-    // D = 128 only: at D = 64 it measured 1.6% slower (results/h200/dev/attn_softmax/p1_*.jsonl).
+    // D = 128 only: at D = 64 it is slower.
     constexpr bool kStale = D == 128 && !C::NO_SOFTMAX;
     const int kv0 = n * BN;
     const bool masked = kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off);

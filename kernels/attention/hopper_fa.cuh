@@ -45,9 +45,9 @@ namespace hattn {
 
 // Compile-time shape of one rung/head-dim instantiation.
 // kRung_: the rung number. Every rung file instantiates its own types: two rung files with an
-// identical Cfg would share one (deduplicated) host stub (and, in round 2, one `attr_set` flag)
-// across translation units while each registers its own device copy, and the second one launched without its
-// shared-memory attribute (round 2, request 1: cudaErrorInvalidValue on rung 10's D = 64).
+// identical Cfg would share one (deduplicated) host stub (and any once-only attribute flag) across
+// translation units while each registers its own device copy, so the second one would launch
+// without its shared-memory attribute (cudaErrorInvalidValue).
 // kL2MB_: persistent item order, heads grouped so that a group's K and V fit in this many MB.
 template <int D_, int kConsumers_, int BN_, int kStages_, bool kWS_, bool kOverlap_, bool kPingPong_,
           bool kPersistent_, int kRung_, int kL2MB_ = 8>
@@ -167,7 +167,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run
   }
   // Row max and row sum as 4 independent partial chains per row (j % 2, e & 1): a single chain of
   // BN/4 dependent FMNMX / FADD is ~4 cycles each of pure latency on the softmax's critical path
-  // (ncu round 2: a third of the consumer stalls were fixed-latency dependencies).
+  // (ncu attributes a large share of the consumer stalls to fixed-latency dependencies).
   float mx4[2][4];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -388,7 +388,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
   // WS only, consumers -> producer. K and V slots are released separately: K(t) as soon as
   // S(t) = QK^T retired, V(t) after P(t)V(t). With the overlapped loop (06+) V(t) is held until the
   // middle of iteration t+1; a shared K/V release made the producer's K(t+2) wait for it, which
-  // with 2 stages left no tile of lookahead (round 1: 06/07 lost 20-25% to 05).
+  // with 2 stages left no tile of lookahead (06/07 then ran slower than 05).
   uint64_t* k_empty = bars + 1 + 2 * C::kStages;
   uint64_t* v_empty = bars + 1 + 3 * C::kStages;
   uint64_t* q_empty = bars + 1 + 4 * C::kStages;  // persistent: Q of the current item consumed
@@ -487,9 +487,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
       mbar_wait(q_full, items & 1);
       // The item comes from shared memory, so ptxas treated it, n and the ring position `it` (n
       // summed over items) as per-thread values and ran the loop's stage arithmetic and K/V wgmma
-      // descriptors in vector registers: 64-bit adds and an R2UR pair before every HGMMA, 1274
-      // SASS instructions per KV tile of the D = 128 loop against 1177 in rung 07. redux.sync
-      // writes a uniform register (the values are warp-uniform anyway): 1187, no R2UR.
+      // descriptors in vector registers: 64-bit adds and an R2UR pair before every HGMMA, more
+      // SASS instructions per KV tile than rung 07's loop. redux.sync writes a uniform register
+      // (the values are warp-uniform anyway): no R2UR.
       const int w = __reduce_max_sync(0xffffffffu, *item_slot);
       if (w < 0) break;
       persistent_item(p, w, bh, m_blk);

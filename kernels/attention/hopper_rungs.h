@@ -20,7 +20,7 @@ KL_ATTN_HOPPER_RUNG(attn_wide_kv_tile)
 // Workspace rung 09's split plan needs for `a` (0 when it would not split or is not decode).
 size_t attn_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
 
-// Workspace the decode rung (09) can use for `a` (its partial O and log-sum-exp, fp32): the lead's
-// attention_workspace_bytes() should return at least this. Less workspace = fewer splits.
+// Workspace the decode rung (09) can use for `a` (its partial O and log-sum-exp, fp32): the
+// family's attention_workspace_bytes() returns at least this. Less workspace = fewer splits.
 size_t attention_hopper_workspace_bytes(const AttentionArgs& shape_only, const DeviceInfo& d);
 }  // namespace kl

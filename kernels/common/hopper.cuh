@@ -63,8 +63,8 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta)
 }
 // Arrive on the barrier of CTA `cta` of this cluster with the default semantics (.release.cta),
 // as CUTLASS's ClusterBarrier::arrive(cta_id) does. mbar_arrive_cluster's .release.cluster makes
-// the arriving thread wait for a cluster-scope memory barrier first (ncu: 45% of rung 09's stall
-// cycles were "membar"); a consumer that only releases a smem slot it has finished reading (its
+// the arriving thread wait for a cluster-scope memory barrier first (a MEMBAR.ALL.GPU per arrive,
+// "membar" stalls in ncu); a consumer that only releases a smem slot it has finished reading (its
 // wgmma reads completed by wgmma.wait_group) needs no cluster-scope ordering of its own writes.
 __device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, uint32_t cta) {
   asm volatile(

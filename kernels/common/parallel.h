@@ -11,7 +11,8 @@ namespace kl {
 // Runs f(begin, end) over [0, n) in up to min(32, hardware_concurrency()) contiguous chunks, one
 // thread each, and joins them. Chunk c covers [c * per, (c + 1) * per), so a caller that keeps one
 // partial result per chunk and merges them in chunk order gets the same answer on every run.
-// Below `serial_below` items the loop runs on the calling thread (thread start-up costs ~20 us).
+// Below `serial_below` items the loop runs on the calling thread (thread start-up would cost more
+// than the work).
 inline int parallel_chunks(long long n, long long serial_below = 1LL << 18) {
   if (n < serial_below) return 1;
   const unsigned hw = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));

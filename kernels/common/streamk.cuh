@@ -1,7 +1,7 @@
 // kernels/common/streamk.cuh — the pieces of a deterministic, reset-free Stream-K fixup shared by
 // the Stream-K GEMM rungs (gemm_bf16 rung 04 on mma.sync, rung 14 on wgmma).
 //
-// Scheme (rung 04's header has the full argument): the flattened (tile, k-block) units of the
+// Scheme: the flattened (tile, k-block) units of the
 // Stream-K tiles are cut into G contiguous ranges, CTA c taking [range_begin(c), range_begin(c+1)).
 // A split tile is owned by the CTA whose range holds its k-block 0; every other piece is the FIRST
 // segment of its CTA's range, so a CTA produces at most one fp32 partial (workspace slot c, flag c).
@@ -10,6 +10,8 @@
 // partials in that order (K order): the same bits on every launch. Nothing is cleared between
 // launches: a flag only counts when it holds this launch's epoch (host counter, never 0), and every
 // consumed flag is reset by its owner (so a replayed CUDA graph, same epoch, still waits afresh).
+// Deadlock freedom: the G Stream-K CTAs are all resident at once, a CTA waits only on higher-numbered CTAs'
+// first segments, which never wait, and a pending flag is raised before its CTA waits.
 //
 // Workspace layout (common to every rung that uses this header, so one workspace can serve all of
 // them): [flag region: streamk_flag_bytes(sms)][partials ...]. The flag region's size and offset do

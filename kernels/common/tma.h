@@ -2,7 +2,7 @@
 //
 // cuTensorMapEncodeTiled is a driver API function. We never link libcuda: the entry point is fetched
 // once through cudaGetDriverEntryPointByVersion(..., 12000, ...) and cached. <cuda.h> is included
-// for the types only. Encoding is a pure host computation (~1 us, no GPU work, no allocation), so a
+// for the types only. Encoding is a pure host computation (cheap, no GPU work, no allocation), so a
 // launcher may build its maps on every call and stay graph-capturable: the 128-byte map travels in
 // the kernel's parameter block (a __grid_constant__ const CUtensorMap parameter).
 #pragma once

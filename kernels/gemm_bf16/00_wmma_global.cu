@@ -1,15 +1,13 @@
-// Rung 00 — WMMA fragments loaded straight from global memory.
+// 00 wmma_global — WMMA fragments loaded straight from global memory.
 //
-// The naive tensor-core GEMM: each warp owns a 32x32 block of C (2x2 WMMA 16x16x16 fragments) and,
-// for every 16-wide k slice, loads its A and W fragments directly from global memory with
-// wmma::load_matrix_sync (A row-major, ld K; W as a column-major B, ld K). No shared memory for
-// operands, no reuse beyond the warp: a 64x64 block of 4 warps reads every A row 2x and every
-// W row 2x per k slice from L1/L2. It is the baseline every later rung is measured against.
-// Limits: M, N, K multiples of 16 (whole fragments, no predication), 32-byte aligned pointers.
-//
-// Measured (H200, 2026-11-29, round-1 run of bench_gemm_bf16, git b19d6db+):
-// 45.5 TFLOP/s at 1024^3, 47.2 at 2048^3,
-// 52.9 at 4096^3 (7% of cuBLAS's 801; 8% of the 646 mma.sync peak). Skipped above 4096^3.
+// Parent: none (the baseline of the ladder).
+// Change: each warp owns a 32x32 block of C (2x2 WMMA 16x16x16 fragments) and, for every 16-wide
+//   k slice, loads its A and W fragments directly from global memory with wmma::load_matrix_sync
+//   (A row-major, ld K; W as a column-major B, ld K). No shared memory for operands.
+// Why: the naive tensor-core GEMM, the reference point for every later rung.
+// Limits: no reuse beyond the warp (a 64x64 block of 4 warps reads every A and W row twice per
+//   k slice from L1/L2); M, N, K multiples of 16 (whole fragments, no predication), 32-byte
+//   aligned pointers.
 #include <string>
 
 #include "gemm_bf16/gemm_bf16_rungs.h"

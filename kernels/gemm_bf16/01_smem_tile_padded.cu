@@ -1,20 +1,16 @@
-// Rung 01 — a 128x128x32 shared-memory tile, rows padded against bank conflicts.
+// 01 smem_tile_padded — a 128x128x32 shared-memory tile, rows padded against bank conflicts.
 //
-// Changes from rung 00: the block (8 warps, 2x4 of 64x32 warp tiles) stages a 128x32 slice of A and
-// a 128x32 slice of W in shared memory per k-step; every warp then loads its WMMA fragments from
-// shared memory. Each A/W element now crosses L2 once per block instead of once per warp pair, and
-// the 64x32 warp tile reuses each A fragment 2x and each W fragment 4x per slice.
-// Padding: a row is 32 bf16 = 64 bytes; WMMA's fragment loads read 8 rows at the same column, which
-// with a 64-byte stride would put rows r and r+2 on the same banks. Rows are padded to 40 bf16
-// (80 bytes = 20 words): 8 consecutive rows start at words 0,20,8,28,16,4,24,12 (mod 32), so the
-// 16-byte pieces of 8 rows hit 32 distinct banks. The cost is 20% more shared memory.
-// The copy is synchronous (global -> registers -> shared, two barriers per k-step): nothing
-// overlaps the loads with the math yet.
-// Any M (rows past M zero-filled), N and K multiples of 8.
-//
-// Measured (H200, 2026-11-29, round-1 run of bench_gemm_bf16, git b19d6db+):
-// 166.1 TFLOP/s at 4096^3, 174.2 at 8192^3
-// (3.1x rung 00 at 4096^3: the shared tile pays).
+// Parent: 00 wmma_global.
+// Change: the block (8 warps, 2x4 of 64x32 warp tiles) stages a 128x32 slice of A and of W in
+//   shared memory per k-step; every warp loads its WMMA fragments from there. Rows are padded to
+//   40 bf16 (80 bytes = 20 words): 8 consecutive rows start at words 0,20,8,28,16,4,24,12 (mod 32),
+//   so the 16-byte pieces WMMA reads from 8 rows hit 32 distinct banks (a 64-byte stride would put
+//   rows r and r+2 on the same banks).
+// Why: each A/W element crosses L2 once per block instead of once per warp pair, and the warp tile
+//   reuses each A fragment 2x and each W fragment 4x per slice.
+// Limits: the copy is synchronous (global -> registers -> shared, two barriers per k-step), so
+//   nothing overlaps loads with math; padding costs 8 bf16 per 32-bf16 row. Any M (rows past M
+//   zero-filled), N and K multiples of 8.
 #include <string>
 
 #include "gemm_bf16/gemm_bf16_rungs.h"

@@ -1,16 +1,13 @@
-// Rung 02 — a multi-stage cp.async pipeline.
+// 02 cp_async_pipeline — a multi-stage cp.async pipeline.
 //
-// Changes from rung 01: the tile copy becomes cp.async (global -> shared without a register hop,
-// L1 bypassed) into a 3-stage ring of padded tiles, so k-steps i+1 and i+2 are in flight while the
-// tensor cores work on k-step i; one barrier per k-step instead of two. Rows past M/N and chunks
-// past K are zero-filled by cp.async's src-size 0. Same 128x128x32 tile, 8 warps, same padding,
-// 3 x 20 KB = 60 KB of dynamic shared memory (opt-in above 48 KB); the epilogue scratch reuses the
-// ring once the loop is done.
-// Any M, N and K multiples of 8.
-//
-// Measured (H200, 2026-11-29, round-1 run of bench_gemm_bf16, git b19d6db+):
-// 207.5 TFLOP/s at 4096^3, 217.2 at 8192^3
-// (+25% over rung 01: the copies now overlap the math).
+// Parent: 01 smem_tile_padded.
+// Change: the tile copy becomes cp.async (global -> shared without a register hop, L1 bypassed)
+//   into a 3-stage ring of padded tiles; one barrier per k-step instead of two. Rows past M/N and
+//   chunks past K are zero-filled by cp.async's src-size 0. Same 128x128x32 tile, 8 warps, padding.
+// Why: k-steps i+1 and i+2 are in flight while the tensor cores work on k-step i.
+// Limits: still WMMA (one fragment load per 16x16 fragment); 3 x 20 KB = 60 KB of dynamic shared
+//   memory (opt-in above 48 KB), the epilogue scratch reuses the ring after the loop. Any M, N and
+//   K multiples of 8.
 #include <string>
 
 #include "common/mma.cuh"

@@ -1,43 +1,16 @@
-// Rung 03 — mma.sync.m16n8k16 issued directly, ldmatrix fragment loads, XOR-swizzled shared tile.
+// 03 mma_sync_swizzle — mma.sync.m16n8k16 issued directly, ldmatrix fragments, XOR-swizzled tile.
 //
-// Changes from rung 02: WMMA is gone. The CTA tile (mma_sync_tile.cuh) issues
-// mma.sync.m16n8k16 itself and loads fragments with ldmatrix.x4, so the fragment layout is
-// explicit: per 16-wide k slice a 64x64 warp tile does 4 + 4 ldmatrix.x4 for 32 mma (rung 02's
-// WMMA path does a load per 16x16 fragment and cannot reuse across the warp tile as freely). The
-// shared tile is XOR-swizzled (chunk ^ row%8) instead of padded: conflict-free for cp.async stores
-// and ldmatrix reads with zero wasted bytes, and it lets the k-step grow to 64 (one 128-byte row).
-// Three or four stages. The epilogue writes bf16 pairs straight from the accumulators (no shared
-// round trip). Tile height is a template parameter (16, 32, 64, 128); rows past M are zero-filled by
-// cp.async src-size 0, so ANY M runs; N and K need only be multiples of 8.
+// Parent: 02 cp_async_pipeline.
+// Change: WMMA is gone. The CTA tile (mma_sync_tile.cuh) issues mma.sync.m16n8k16 and loads
+//   fragments with ldmatrix.x4 (per 16-wide k slice a 64x64 warp tile does 4 + 4 ldmatrix.x4 for
+//   32 mma); the shared tile is XOR-swizzled (chunk ^ row%8) instead of padded, so the k-step grows
+//   to 64 (one 128-byte row); 3 or 4 stages; the epilogue writes bf16 pairs from the accumulators.
+//   The tile height (16, 32, 64, 128) is picked per call by a wave model (below); decode shapes
+//   (M <= 64) take a 16/32/64-row tile with a deeper pipeline.
 // Why: the WMMA rungs top out on fragment-load overhead and padded-tile waste; this is the
-// hand-scheduled inner loop every later rung keeps.
-// Tile per call: the one with the lowest modelled time = rounds x (per-SM work per round) /
-// (relative tile efficiency), rounds = ceil(tiles / (SMs x CTAs per SM)) on device_info().sms.
-// Decode shapes (M <= 64) take a 16/32/64-row tile with a deeper pipeline.
-//
-// Measured (H200, 2026-11-29; round 1 = git b19d6db+ default bench; round 2 = request gemm1 of the
-// 13:26 batch, sweep8192.jsonl / sweepsk.jsonl): 404.5 TFLOP/s at 8192^3 (round 1: 381.5), 63% of
-// the 646 mma.sync peak and 50% of cuBLAS (803) — short of the 85% (549) target; 380.8 at
-// 4096x11008x4096, 407.4 at 4096x4096x11008, 326.0 at 2048^3, 144.6 at 1024^3 (64x128 tile).
-// Round 2 measured every plausible CTA tile at 8192^3 (tile_efficiency in mma_sync_tile.cuh): the
-// 128x256 tile of 8 warps of 64x64 stays best; 16 warps of 64x32 (4 per scheduler) lose 9-12% —
-// a 64x32 warp tile needs 1.5x the ldmatrix bytes per FLOP and shared memory caps it near 547 —
-// 2 CTAs of 128x128 lose 4%, 3 stages lose 2%, and spreading the next stage's copies over the k
-// slices (CUTLASS's multistage order) loses 8%. What limits it (ncu at 4096^3): the tensor pipe is
-// 59% busy with 30% of issue slots used; 2 warps per scheduler spend 6.3 cycles between issues,
-// the largest share (32%) "wait", the fixed-latency dependency stalls between the HMMA/LDSM
-// stream of one warp; per 64-wide k-step an SM moves 128 KB through ldmatrix and 48 KB through
-// cp.async, 74% of shared-memory bandwidth at 549 TFLOP/s: mma.sync on Hopper is issue- and
-// shared-memory-bound well before its 646 peak (the wgmma rungs read B once per warpgroup).
-// Session 18 corrected that last sentence by measuring the parts (bench_peak's mma_sync_64x64_*
-// rows, docs/gemm_bf16.md "Session 18"): this warp tile's stage loop alone runs at 614 TFLOP/s
-// (95% of the peak), 560 with the barrier per stage, 434 as the whole cp.async k-loop with L2 hits;
-// ~200 of a k-step's 382 instructions were the copies' row tests and 64-bit products (240 now). Interior
-// tiles now copy through InteriorCopies (mma_sync_tile.cuh): same-call A/B, 8192^3 387.8 -> 414.8,
-// 4096^3 378.9 -> 393.2, 4096x11008x4096 377.8 -> 392.9, 4096x4096x11008 401.1 -> 419.9
-// (results/h200/dev/mma_lean/). Copies with no synchronization at all reach 462-483 (each SM its
-// own lines) to 501-544 (all SMs the same lines): a cp.async-fed mma.sync loop does not reach 85% of
-// the peak on the H200.
+//   hand-scheduled inner loop rung 04 keeps. Interior tiles copy without row tests (InteriorCopies).
+// Limits: mma.sync on Hopper is issue- and shared-memory-bound well short of its peak (operands
+//   through registers, B re-read per warp); wave quantization (rung 04). Any M; N, K multiples of 8.
 #include <cmath>
 #include <string>
 

@@ -1,50 +1,18 @@
-// Rung 04 — Stream-K: the tail of the (tile, k-step) space split evenly over the card, with a
+// 04 stream_k — Stream-K: the tail of the (tile, k-step) space split evenly over the card, with a
 // deterministic fixup.
 //
-// Changes from rung 03: the same CTA tiles and k-loop (mma_sync_tile.cuh), a different grid. Rung 03
-// pays ceil(tiles / slots) full rounds: 4096x11008x4096 in 128x256 tiles is 688 tiles = 5.2 waves on
-// 132 SMs paid as 6 (87% busy), and a decode shape (M = 16, N = 4096) is 64 narrow tiles that leave
-// half the card idle with too few bytes in flight. Here the grid has two parts:
-//   * Stream-K CTAs (block indices 0 .. G-1, G <= SMs x CTAs-per-SM, all resident at once): the
-//     last partial wave of tiles plus one full wave (every tile when there are fewer tiles than
-//     slots), flattened into (tile, k-step) units and cut into G contiguous ranges that differ by at
-//     most one unit — no quantization; a decode shape thereby splits K over the whole card;
-//   * data-parallel CTAs (the remaining tiles, whole, one per CTA, after the Stream-K CTAs in
-//     block order): full waves, dispatched by the hardware block scheduler, so an SM that runs slow
-//     simply takes fewer of them (round 1's persistent static round robin lost 8-10% to 03 on
-//     8192^3 and 4096x11008x4096 that way, with its 128x256 kernel also spilling).
-// The plan (host, deterministic in M, N, K and the SM count) models both options for each tile —
-// data-parallel: waves x k-steps; Stream-K: full waves x k-steps + the longest range + the fixup's
-// partial traffic — and takes the cheaper over 03's tile set. At 2048^3 (128 tiles of 128x256 on
-// 132 SMs, 32 k-steps each) the longest Stream-K range is ceil(4096 / 132) = 32 k-steps: nothing to
-// win at k-step granularity, so the plan is data-parallel there and ties 03 by construction.
-// Tiles are visited in grouped raster order (8 tile rows per group; Stream-K tiles first) so the
-// tiles in flight share A rows and W columns in L2.
-// Fixup (Stream-K paper's scheme, made deterministic): a tile split over CTAs c < c+1 < ... < c_last
-// is "owned" by c, the CTA whose range covers its k-step 0; every other piece is the FIRST segment
-// of its CTA's range, so each CTA produces at most one partial: workspace slot c, flag c. A peer
-// stores its fp32 partial and release-stores the launch's epoch into its flag; the owner finishes
-// its own piece [0, x) (the last segment of its range, so its peers' pieces, their first, are
-// usually done by then), waits (acquire; warp 0 polls all peers' flags at once) for flags
-// c+1 .. c_last == epoch, resets them to 0, and adds partials c+1, c+2, ... in that order. The sum
-// is ((own + p1) + p2) + ... in K order whichever CTA computed each piece, and the schedule
-// depends only on the shape and the SM count: the output is the same bits every run. Nothing is
-// cleared between launches: a flag only counts if it holds this launch's epoch (a host counter
-// incremented per launch, never 0), and each consumed flag is reset by its owner, so even a CUDA
-// graph replaying one captured launch (same epoch) is safe.
-// Deadlock freedom: G never exceeds the resident capacity, a peer's first segment never waits, and
-// data-parallel CTAs never wait, so whatever holds an SM finishes.
-//
-// Measured (H200, 2026-11-29, request gemm1 of the 13:26 batch, sweepsk.jsonl / sweep8192.jsonl;
-// rung 03 on the same tile in brackets): 4096x11008x4096 394.9 TFLOP/s [380.8], +3.7%; 8192^3 with
-// the Stream-K part on 417.2 [404.5], +3.1%; 2048^3 328.9 [326.0] (data-parallel plan: the same grid
-// as 03). Round 1's persistent version: 340-351 at 4096^3-8192^3, 261 at 2048^3, 8-19% behind 03.
-// Where Stream-K did not pay (measured with it forced on): 4096x4096x11008 -4.5%, 2048^3 -18%,
-// 1024^3 -22% (64x128 tile) — the plan keeps those data-parallel (kSkMaxK, 128x256 only).
-// Decode (round 1, same decode plan): 16.9-20.9 us at N = K = 4096, M = 1..64.
-// Session 18: the shared k-loop's interior tiles copy through InteriorCopies (rung 03's header);
-// same-call A/B (results/h200/dev/mma_lean/): 8192^3 386.9 -> 421.7 TFLOP/s (65% of the 645 mma.sync
-// peak), 4096x11008x4096 395.5 -> 403.7, 4096x4096x11008 409.9 -> 416.7, 4096^3 384.7 -> 389.4.
+// Parent: 03 mma_sync_swizzle.
+// Change: the same CTA tiles and k-loop (mma_sync_tile.cuh), a different grid: Stream-K CTAs
+//   (the last partial wave plus one full wave, or every tile when there are fewer tiles than slots)
+//   cut the flattened (tile, k-step) units into G near-equal contiguous ranges; the remaining tiles
+//   run whole as data-parallel CTAs after them. A host plan models both per shape and takes the
+//   cheaper; tiles go in grouped raster order (8 tile rows per group).
+// Why: rung 03 pays ceil(tiles / slots) full waves, and a decode shape's few narrow tiles leave
+//   half the card idle; Stream-K removes the quantization and splits K over the card at decode.
+// Limits: a deterministic fixup (a split tile's owner adds its peers' fp32 partials in K order;
+//   flags carry a per-launch epoch, so nothing is cleared between launches and a replayed graph is
+//   safe); the Stream-K part is off where it does not pay (only the 128x256 tile, K <= kSkMaxK).
+//   Deadlock-free: G never exceeds resident capacity, and no piece that others wait on waits.
 #include <algorithm>
 #include <cmath>
 #include <atomic>
@@ -59,15 +27,14 @@ namespace {
 
 constexpr int kGroup = 8;       // grouped raster rows
 constexpr int kMaxPerSm = 4;    // CTAs per SM we ever ask for (flag region capacity)
-// Stream-K must beat data-parallel by 2% in the model (8192^3: modelled 2.8%, measured +3.1%;
-// 4096^3: modelled 0.7%, within noise, so data-parallel).
+// Stream-K must beat data-parallel by 2% in the model (a smaller modelled gain is within the
+// run-to-run noise, so data-parallel).
 constexpr double kSkMargin = 0.98;
-// Prefill shapes split only the 128x256 tile and only for K <= 8192. Measured (H200, 2026-11-29,
-// sweep rows 50/56/61 = Stream-K forced on, against rung 03 on the same tile): +3.1% at 8192^3,
-// +4.2% at 4096x11008x4096, but -4.5% at 4096x4096x11008 (half the time in the Stream-K part; each
-// CTA walks ~2 tiles' 5.6 MB A/W panels at a k offset of its own, so the tiles in flight no longer
-// share k-slices in L2), -18% at 2048^3 and -22% at 1024^3 (64x128 tile: every CTA pays two pipeline
-// fills and a partial for 8-16 k-steps of work). The model has no term for either effect.
+// Prefill shapes split only the 128x256 tile and only for K <= 8192: with Stream-K forced on, long
+// K (4096x4096x11008) loses (each CTA walks ~2 tiles' A/W panels at a k offset of its own, so the
+// tiles in flight no longer share k-slices in L2), and so do small shapes on the 64x128 tile (every
+// CTA pays two pipeline fills and a partial for 8-16 k-steps of work). The model has no term for
+// either effect.
 constexpr int kSkMaxK = 8192;
 
 struct SkParams {

@@ -1,22 +1,16 @@
-// Rung 05 — tma_wgmma: wgmma from 128-byte-swizzled shared tiles filled by TMA on mbarriers.
+// 05 tma_wgmma — wgmma from 128-byte-swizzled shared tiles filled by TMA on mbarriers.
 //
-// Change from rung 04: the tensor-core path. Instead of cp.async + ldmatrix + mma.sync (one warp
-// = 16x8 per instruction, operands through registers), each warpgroup (128 threads) issues
-// wgmma.mma_async m64n128k16 reading A and W straight from shared memory via matrix descriptors,
-// and the tiles arrive by TMA (cp.async.bulk.tensor, one thread issues a whole 128x64 box) that
-// completes on an mbarrier with a byte count. TMA writes the 128-byte swizzle the descriptor
-// expects, so no ldmatrix, no bank conflicts, no address arithmetic in the main loop.
-// Why: mma.sync tops out near ~60% of H200's dense bf16 peak; wgmma is the only full-rate path.
-// Still synchronous in structure: every thread both waits for data and computes, and a
-// __syncthreads per k-block frees the slot (rung 06 removes that with warp specialization).
-//
-// Tile: 128 x 128 x 64, 4-stage ring (4 x 32 KB smem), 256 threads = 2 warpgroups, warpgroup g
-// owns rows 64g..64g+63 and all 128 columns (64 fp32 accumulators per thread).
-// Tensor maps: built on the host per launch (pure host encode, ~1 us; no caching, so a pointer
-// change can never pick a stale map) and passed as __grid_constant__ kernel parameters.
-// Ragged shapes: TMA zero-fills boxes past M, N, K; the epilogue is bounded.
-// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 508 TF at 4096^3 (cuBLAS 801), 401 at 2048^3,
-// 148 at 1024^3 (cuBLAS 123: the best rung there), 138 at 1000x1000x1024.
+// Parent: 03 mma_sync_swizzle (one CTA per tile; rung 04's Stream-K grid is not carried over).
+// Change: the tensor-core path. Each warpgroup issues wgmma.mma_async m64n128k16 reading A and W
+//   from shared memory via matrix descriptors; one thread brings each 128x64 box by TMA, which
+//   completes on an mbarrier with a byte count and writes the swizzle the descriptor expects.
+//   Tile 128x128x64, 4-stage ring, 2 warpgroups (warpgroup g owns rows 64g..64g+63).
+// Why: mma.sync cannot reach the dense bf16 peak on Hopper; wgmma is the full-rate path, and TMA
+//   removes ldmatrix, bank conflicts and address arithmetic from the main loop.
+// Limits: every thread both waits for data and computes, and a __syncthreads per k-block frees the
+//   slot (rung 06 removes it). Tensor maps are encoded on the host per launch (no caching: a
+//   changed pointer never meets a stale map) and passed as __grid_constant__ parameters. Ragged
+//   shapes: TMA zero-fills boxes past M, N, K; the epilogue is bounded.
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {

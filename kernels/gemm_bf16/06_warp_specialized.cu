@@ -1,22 +1,16 @@
-// Rung 06 — warp_specialized: a producer warp feeds a full/empty mbarrier ring, two consumer
-// warpgroups only run wgmma; setmaxnreg moves registers to the consumers; 128x256 tiles.
+// 06 warp_specialized — a producer warp feeds a full/empty mbarrier ring, two consumer warpgroups
+// only run wgmma; setmaxnreg moves registers to the consumers; 128x256 tiles.
 //
-// Change from rung 05: roles. In rung 05 every thread waited for TMA and then a __syncthreads
-// per k-block freed the slot, so loads were issued only after the slowest warpgroup finished.
-// Here warpgroup 0 is the producer (one thread issues TMA as soon as a slot's `empty` barrier says
-// both consumers are done with it), warpgroups 1-2 are consumers that wait on `full`, issue four
-// m64n256k16 wgmmas, keep one wgmma batch in flight (wait_group 1) and release the previous slot.
-// No block-wide barrier in the main loop. The producer needs ~40 registers, the consumers 128
-// fp32 accumulators each: setmaxnreg.dec 40 / setmaxnreg.inc 232 rebalances the 64K register file
-// (128*40 + 256*232 = 64512 <= 65536). Tile grows to 128 x 256 (both consumers share the W tile):
-// per k-block 48 KB for 2*128*256*64 FLOPs, halving smem traffic per FLOP vs 128x128.
-// Budget: 4 stages x (16 KB A + 32 KB W) = 192 KB smem; consumers ~168-232 regs, no spills.
-// Barrier rules: full[s] count 1 (producer arrive.expect_tx) + TMA bytes; empty[s] count 8 (lane 0
-// of each consumer warp, after its wgmma_wait proved the reads of slot s are done). Round r of
-// slot s: consumers wait full parity r&1, producer waits empty parity (r&1)^1 (passes at once on
-// round 0).
-// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 697 TF at 4096^3 (cuBLAS 801; 05: 508), 536 at
-// 2048^3, 634 at 8192^3.
+// Parent: 05 tma_wgmma.
+// Change: roles. Warpgroup 0 is the producer (one thread issues TMA as soon as a slot's `empty`
+//   barrier says both consumers are done), warpgroups 1-2 wait on `full`, issue four m64n256k16
+//   wgmmas, keep one batch in flight (wait_group 1) and release the previous slot.
+//   setmaxnreg.dec 40 / .inc 232 (128*40 + 256*232 = 64512 <= 65536); the tile grows to 128x256.
+// Why: in 05 loads were issued only after the slowest warpgroup finished; here no block-wide
+//   barrier is in the main loop, and sharing the W tile halves smem traffic per FLOP.
+// Limits: 4 x 48 KB = 192 KB smem; one CTA per tile (prologue and pipeline fill per tile, rung 07).
+//   Barriers: full[s] count 1 + TMA bytes; empty[s] count 8 (lane 0 of each consumer warp after
+//   wgmma_wait). Trip r of slot s: consumers wait full parity r&1, the producer empty (r&1)^1.
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
@@ -61,7 +55,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (tid == 0) {
       for (int kb = 0; kb < num_k; ++kb) {
         const int s = kb % STAGES, r = kb / STAGES;
-        mbar_wait(&empty[s], (r & 1) ^ 1);  // slot free (round 0: immediately)
+        mbar_wait(&empty[s], (r & 1) ^ 1);  // slot free (first trip: immediately)
         mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
         tma_load_2d(sA + s * A_BYTES, &tmA, &full[s], kb * BK, m0);
         tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, n0);

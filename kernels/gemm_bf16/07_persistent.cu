@@ -1,20 +1,15 @@
-// Rung 07 — persistent: one CTA per SM loops over output tiles in an L2-friendly grouped order;
-// the epilogue of one tile overlaps the producer's loads for the next.
+// 07 persistent — one CTA per SM loops over output tiles in an L2-friendly grouped order; the
+// epilogue of one tile overlaps the producer's loads for the next.
 //
-// Change from rung 06: the grid. Rung 06 launched one CTA per 128x256 tile, paying barrier init,
-// tensor-map prefetch and a pipeline fill/drain per tile, and the hardware raster (N fastest)
-// streamed every W column tile past each A row tile, so W was re-read from DRAM per M-tile row.
-// Here grid = min(#tiles, #SMs); CTA b takes tiles b, b + grid, ... in grouped order (8 M-tiles
-// down a column of N-tiles, then right: the ~132 tiles in flight share A rows and W columns in
-// L2). The producer and consumers keep one running k-block counter across tiles, so the ring
-// never drains: while the consumers convert and store tile i, the producer is already filling
-// slots with tile i+1 (up to 4 k-blocks ahead).
-// Same tile, stages, registers and barrier rules as rung 06; the last slot of every tile is
-// released after wgmma_wait<0>, before the epilogue, so the producer can run ahead.
-// Not done (yet): Stream-K / split tails for wave quantization (e.g. 4096^2 = 512 tiles on 132 SMs
-// = 3.88 waves).
-// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): 720 TF at 4096^3 (06: 697), 527 at 2048^3, 664
-// at 8192^3.
+// Parent: 06 warp_specialized.
+// Change: the grid. grid = min(#tiles, #SMs); CTA b takes tiles b, b + grid, ... in grouped order
+//   (8 M-tiles down a column of N-tiles, then right). Producer and consumers keep one running
+//   k-block counter across tiles, so the ring never drains; the last slot of a tile is released
+//   after wgmma_wait<0>, before the epilogue.
+// Why: 06 paid barrier init, tensor-map prefetch and a pipeline fill/drain per tile, and its
+//   hardware raster re-read W from DRAM per M-tile row; the tiles in flight now share A and W in L2.
+// Limits: same tile, stages, registers and barrier rules as 06; the epilogue's 4-byte st.global
+//   stalls the consumers (rung 08); wave quantization stays (e.g. 4096^2 = 3.88 waves; rung 14).
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {

@@ -1,28 +1,17 @@
-// Rung 10 — decode_stream: for M <= 64 (decode / small batch) the GEMM is a stream over W; each
-// CTA owns a strip of 32 rows of W and the whole K, and keeps 32-64 KB of W loads in flight.
+// 10 decode_stream — for M <= 64 the GEMM is a stream over W: each CTA owns a strip of 32 W rows
+// and the whole K, and keeps W loads in flight from registers.
 //
-// Change (a separate branch of the ladder for M <= 64, not a step after 09): at M <= 64 a 128-row tile wastes
-// >= half of every wgmma and the problem is memory-bound (2*M FLOPs per W byte): the only figure
-// that matters is how close W streams to the copy bandwidth. Here W rows go straight from DRAM to
-// registers with 16-byte ld.global.nc.L1::no_allocate (read once: no L1 pollution), no shared
-// memory staging, and feed mma.sync m16n8k16 with W as the 16-row "A" operand and the activations
-// as the n8 "B" operand (C^T = W * A^T), so M is padded only to a multiple of 8, not 64.
-// Fragment trick: the reduction index k may be permuted as long as both operands use the same
-// permutation. Thread (g = lane/4, c = lane%4) loads 8 consecutive k (16 bytes) at k0 + 8c of
-// W rows g and g+8 and of activation row g; of those, k0+8c+{0,1,2,3} are the fragment's k slots
-// {2c,2c+1,2c+8,2c+9} of mma #0 and k0+8c+{4..7} those of mma #1: one 32-wide k chunk = two mmas,
-// three 16-byte loads, no shuffles.
-// Work split: 8 warps per CTA share the 32-row strip (2 m16 tiles) and split K in 32-wide chunks
-// (warp w: chunks w, w+8, ...). Register double buffer: batch i+1's W loads (U chunks x 2 tiles x
-// 2 rows x 16 B per thread) are issued before batch i's mmas, so loads stay in flight through
-// the math. U = 1 and 3 CTAs/SM (M <= 16), U = 1 and 2 CTAs/SM (M <= 32), U = 2 and 1 CTA/SM
-// above: 48-64 KB of W in flight per SM. Partial sums are reduced across warps in shared memory
-// in a fixed order (deterministic), then written as bf16.
-// Activations (M x K, <= 1.4 MB) are re-read from L2 by every CTA: M/32 bytes per W byte.
-// Ragged: rows past N, activation rows past M and 8-wide k segments past K load zeros.
-// Runs on any sm_80+ (no Hopper instruction needed).
-// Measured (H200, 2026-11-29, round 1 (results/h200/dev/round1/gemm_bf16.jsonl)): M=1..64 at N=K=4096: 19.6-24 us single /
-// 16.9-21 us graph (cuBLAS 18 / 12.5); 1.6-2.0 TB/s of W. Superseded by rung 11.
+// Parent: 03 mma_sync_swizzle (its small-M tiles); the first rung of the M <= 64 branch.
+// Change: W rows go straight from DRAM to registers with 16-byte ld.global.nc.L1::no_allocate, no
+//   shared staging, feeding mma.sync m16n8k16 with W as the 16-row A operand and the activations as
+//   the n8 B operand (C^T = W A^T: M pads to 8, not 64). The k index is permuted identically for
+//   both operands, so one 32-wide k chunk = two mmas from three 16-byte loads, no shuffles. 8 warps
+//   split K; batch i+1's loads are issued before batch i's mmas; partial sums are reduced across
+//   warps in shared memory in a fixed order (deterministic).
+// Why: at M <= 64 a 128-row tile wastes most of every MMA and the problem is memory-bound (2*M
+//   FLOPs per W byte): what matters is how close W streams to the copy bandwidth.
+// Limits: only a register double buffer of W in flight per SM; activations are re-read from L2 by
+//   every CTA; N = 11008 needs several waves. Runs on any sm_80+.
 #include "common/mma.cuh"
 #include "common/vec.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"

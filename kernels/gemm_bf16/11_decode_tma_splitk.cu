@@ -1,96 +1,18 @@
-// Rung 11 — decode_tma_splitk: the M <= 64 stream over W, fed by TMA into a deep shared-memory
-// ring, balanced over every SM by a K split inside a thread-block cluster, reduced through DSMEM.
+// 11 decode_tma_splitk — the M <= 64 stream over W, fed by TMA into a deep shared-memory ring,
+// balanced over every SM by a K split inside a thread-block cluster, reduced through DSMEM.
 //
-// Change from rung 10 (the previous decode rung): where W's bytes come from and how the work is cut.
-// Rung 10 loaded W into registers (two 16-byte batches per thread, ~32-64 KB in flight per SM at
-// best, refilled only after the math of the previous batch) and gave each CTA a 32-row strip of the
-// whole K: N = 4096 -> 128 CTAs, N = 11008 -> 344 CTAs = 2.6 waves of 132. Measured 19.6-24 us
-// single / 16.9-21 us graph for N = K = 4096 (32 MiB of W: 1.6-2.0 TB/s, < half the copy roof).
-// Here:
-//  * a producer warp issues one 2D TMA per stage (W box: R = 16T rows x 64 k, 128B swizzle; plus
-//    the activation box MP x 64 k) into a ring of stages (104 KB or, v3, 208 KB), refilled as
-//    soon as the consumers release a slot (full/empty mbarriers);
-//  * M <= 16: each of 8 consumer warps owns up to two m16 row tiles of the strip over the CTA's
-//    whole K range (no cross-warp reduction), reading W and activations from the swizzled ring with
-//    conflict-free 16-byte ld.shared and feeding mma.sync m16n8k16 with W as the 16-row operand
-//    (C^T = W A^T: M pads to 8, not 64). The k order inside a 64-wide block is permuted the same
-//    way for both operands: thread c of a quad takes 16-byte chunk q = 2c + step, so the 8 lanes
-//    of a 128-bit phase (rows g, g+1; chunks q ^ g) hit 8 distinct 16-byte bank groups;
-//    M > 16: each consumer warpgroup owns 64-row slabs and runs wgmma m64nMPk16 (MP = 32 or 64)
-//    with the W slab as A and the activation box (zero-filled past M) as B, straight from the TMA
-//    layout (v1 ran mma.sync at every M and was issue-bound at M = 64: 22.7 us vs cuBLAS 14.5);
-//  * programmatic dependent launch (v2): every CTA signals griddepcontrol.launch_dependents at
-//    entry; the producer requests the first ring-full of W (weights) before griddepcontrol.wait
-//    and the activations after it; C is written after it. With <= 108 KB of smem and <= 90
-//    registers two CTAs fit per SM, so back-to-back the next GEMM streams W under this one's tail;
-//  * the host picks T (m16 tiles per CTA), S (K split = cluster size) and the ring size per shape
-//    so that ceil(N/16T) * S CTAs run in ONE wave, at most one per SM (see choose(): v3 measured
-//    rules, then a cost model);
-//  * the S partial sums of a strip are reduced inside the cluster, deterministically and in one
-//    launch: every CTA parks its fp32 partial [R x MP] in its own (now idle) ring, cluster barrier,
-//    then rank r sums rows [r R/S, (r+1) R/S) over ranks 0..S-1 in that fixed order with 16-byte
-//    DSMEM loads and writes bf16 C; a second cluster barrier keeps every CTA's smem alive until its
-//    peers have read it. No workspace, no atomics, no memset: graph-capturable, bitwise stable.
-// v3 (issue 6, decode part): why v2's M > 16 path lost (final run, results/h200/dev/final-14647d0/gemm_bf16.jsonl:
-// M = 32/64 at 4096^2 17.4-17.8 us graph vs 12.1 at M = 1; M = 64 x 11008 38 us) and the fixes:
-//  * ptxas serialized v2's wgmmas (warning C7520: a compiler-inserted warpgroup.arrive on a
-//    divergent path: `if (i == 1 && !two) break;` between wgmmas on one accumulator). Now every
-//    warpgroup issues NSL (compile-time) slabs unconditionally; a slab past the last one re-reads
-//    slab 0 into an accumulator that is dropped. SASS: 8 HGMMA.64x64x16 per stage, one DEPBAR.
-//  * v2's wgmma path took T in multiples of 4 only, so N = 11008 (688 m16 tiles) got T = 8, S = 1:
-//    86 CTAs on 132 SMs. T is free now (the last slab's rows past the W box read the activation
-//    box after it — junk accumulator rows, never stored; smem slack covers the MP = 32 case), and
-//    S in {1, 2, 3, 4, 6, 8} (clusters of 3 and 6: N = 11008 T = 16 -> 43 x 3 = 129 CTAs).
-//  * in-flight bytes: M > 16 had 4 stages x 16 KB of W (plus 8 KB of activations each) — the
-//    least of any path, and v2's graph times fell with exactly that (M = 1: 96 KB, 12.1 us; M = 16:
-//    80 KB, 14.3; M = 32/64: 64 KB, 17.4-17.8). The ring now has two sizes: 104 KB (2 CTAs/SM, PDL
-//    overlap as in v2) or 208 KB (1 CTA/SM, twice the W in flight); the plan picks per shape.
-//  * M in 17..32 runs wgmma m64n32k16 on a 32-row activation box (half the activation bytes/math).
-//  * the DSMEM reduction issues its S remote loads back to back, then sums them in rank order.
-//  * the plan (T, S, ring) per (M, N, K) is cached: no search per launch.
-// What the sweep (experiment rows 80+: each (T, S, ring) on the 12 decode shapes, two runs) showed,
-// and the plan now follows: the 208 KB ring pays only where the grid still fits one wave — clusters
-// of 4 or 8 at 1 CTA/SM do NOT cover 128 SMs on the H200, so T = 8, S = 4 there ran in two waves
-// (M = 1 4096^2: 25.9 us vs 16.6 on the 104 KB ring); with S = 2 it helps (1x11008x4096: 23.5 vs
-// 25.1 us graph; M = 64: 28.1 vs 32.5). Fewer, fatter CTAs beat a full card (4096^2, M = 32 / 64:
-// T = 8, S = 2 = 64 CTAs, 13.1 / 16.1 us graph, vs 128-CTA plans 14.3-15.6 / 17.8-18.8; M = 1:
-// T = 12, S = 4 = 88 CTAs, 16.2 us single vs 17.2 for 128 CTAs). The L2 prefetch past the ring
-// (pfx) made every shape slower (e.g. 12.5 -> 14.6 us): kept only as a forced knob.
-// Ragged: TMA zero-fills W rows past N, activation rows past M and k past K; stores are bounded.
-// Proxy rule relied on: TMA (async proxy) writes complete on the full mbarrier; consumers' ld.shared
-// after mbar_wait see them. Slot reuse: consumers' arrive on empty[s] (release) orders their reads
-// (wgmma path: reads completed by wgmma.wait_group) before the producer's next TMA into s. The
-// partial buffer reuses the ring only after every full barrier has been waited on (all TMA writes
-// landed) and a named barrier of the 8 consumer warps (the producer never touches the ring again).
-// Measured (H200, 2026-11-29; us single launch / graph back-to-back; cuBLAS same run):
-//  v1 (gemm2 request 1): M=1 4096x4096 16.3 / 13.5; M=64 22.7 / 19.8; M=1 4096x11008 30.5 / 27.7.
-//  v2 (final run, results/h200/dev/final-14647d0/gemm_bf16.jsonl): M=1 4096^2 17.0 / 12.1 (cuBLAS 20.2 / 12.4);
-//    M=64 4096^2 21.6 / 17.8 (14.6 / 11.7); M=64 11008x4096 37.8 / 38.6 (27.9 / 25.4).
-//  v3 (request gdec run 2, results/h200/dev/batch2/gdec/dec2.jsonl; the plan's forced rows):
-//    M=1 4096^2 16.2 / 12.9 (cuBLAS 20.4 / 12.7); M=32 4096^2 18.5 / 13.1 (14.9 / 13.1);
-//    M=64 4096^2 21.6 / 16.1 (14.0 / 11.7); M=64 11008x4096 34.8 / 28.0 (28.9 / 26.1);
-//    M=1 11008x4096 30.1 / 23.5 (26.8 / 24.3; 91% of the copy roof back to back);
-//    M=1 4096x11008 28.9 / 31.4 (28.8 / 26.8). Still short: M = 64 (0.6-0.8x cuBLAS single),
-//    M = 16-32 (0.8x in run 2, where cuBLAS measured 14.5-14.9 us vs 18.0-20.2 in run 1) and the
-//    long-K narrow shapes (graph slower than single; likely PDL co-residency); docs/gemm_bf16.md.
-// v4 (session 16; docs/gemm_bf16.md "The decode rung, fourth pass"; rows in
-// results/h200/dev/dec11_v4/): probes that double one cost (rows 120-122; 110-112 in p1) put the wgmma consumer,
-// not the activation bytes, on the M = 64 critical path; tools/w_stream showed the W stream alone
-// at 13-15 us for 4096x4096 whatever the cut; tools/gemm_trace split the rest into the first
-// stage's latency and the tail after the mainloop. Changes:
-//  * wgmma wait_group 1: one group stays in flight, the previous stage is released (v3 drained
-//    every stage): 64x4096x4096 21.8 -> 20.3 us single, 15.9 -> 14.6 graph (p1 row 113 vs 11);
-//  * NSL = 0 (T <= 4, one slab): the two warpgroups take two k16 steps of each stage each, into
-//    their own accumulators, summed in a fixed order in the park (v3: the second warpgroup
-//    re-read slab 0 into a dropped accumulator: twice the tensor work);
-//  * wpre: the W boxes requested before griddepcontrol.wait (v3: the whole ring, which queued up
-//    to 13 MB of W ahead of the first activation box);
-//  * the M > 16 plan where it fits one wave: T = 4, S = 2, 1-CTA/SM ring, wpre = 2 (128 CTAs at
-//    N = 4096). Full run of 9794671 (us single / graph, cuBLAS beside): 32x4096x4096 17.4 / 13.2
-//    (15.3 / 12.8), 64x4096x4096 18.5 / 14.4 (14.3 / 11.6), 64x4096x11008 34.1 / 30.2
-//    (31.8 / 28.7); df97d2b's run: 18.9 / 12.9, 22.0 / 15.9, 41.1 / 34.9. Still short of cuBLAS
-//    at M = 64: its pair of CTAs splits M (W multicast, no reduction); ours splits K and pays a
-//    2.2-3.0 us tail at M = 32 / 64 (park, cluster barrier, DSMEM reduction, stores; gemm_trace).
+// Parent: 10 decode_stream.
+// Change: a producer warp issues one TMA per stage (W box 16T rows x 64 k + activation box MP x 64
+//   k) into a 104 KB (2 CTAs/SM) or 208 KB (1 CTA/SM) ring; M <= 16 runs mma.sync from the
+//   swizzled ring, M > 16 wgmma m64nMPk16 (W slab as A, activations as B; every warpgroup issues
+//   NSL slabs unconditionally so ptxas does not serialize them). The host plan picks T, S (K split
+//   = cluster size) and the ring so the grid runs in one wave; S partials are parked in the ring
+//   and summed in rank order through DSMEM. PDL: W boxes go out before griddepcontrol.wait.
+// Why: 10's register buffer keeps too few bytes in flight and N = 11008 runs in several waves.
+// Limits: the K split pays a tail after the mainloop (park, cluster barrier, DSMEM reduction,
+//   stores) that dominates at M = 32 / 64 (rung 15 removes the split). No workspace, no atomics:
+//   graph-capturable and bitwise stable. Proxy: TMA writes complete on the full mbarrier; the ring
+//   is reused for partials only after every full barrier was waited on and a consumer barrier.
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
@@ -133,7 +55,7 @@ constexpr int THREADS = (CWARPS + 1) * 32; // + 1 producer warp = 288
 constexpr int MIN_T = 4, MAX_T = 2 * CWARPS;  // m16 tiles per CTA: 64..256 W rows (TMA box <= 256)
 constexpr int MAX_STAGES = 24;
 constexpr int MAX_S = 8;                   // cluster size (portable limit)
-// Ring bytes per CTA, two modes (v3): RING_2 lets TWO CTAs share an SM (2 x (~113 KB + 1 KB
+// Ring bytes per CTA, two modes: RING_2 lets TWO CTAs share an SM (2 x (~113 KB + 1 KB
 // reserved) <= 228 KB), so with programmatic dependent launch the next GEMM's CTAs stream their
 // first W boxes while this one runs; RING_1 gives one CTA the whole SM: twice the W bytes in flight.
 constexpr int RING_2 = 104 * 1024;
@@ -243,12 +165,12 @@ __global__ void __launch_bounds__(THREADS, 2)
     // (stages + pfx) W boxes are in flight from DRAM while the ring holds `stages`.
     if (lane == 0) {
       const int nk = kb1 - kb0;
-      // v4: at most `wpre` W boxes go out before the wait and their activation boxes; the rest
-      // of the ring follows box by box (W, then its activation box). Requesting the whole ring's
-      // W first (v3, still the default) queues 8-13 MB of W over the grid ahead of the first
-      // activation box: the first stage landed 2.9-4.3 us after entry at M = 64 (gemm_trace); the
-      // narrow-N plan takes wpre = 2 (about 1 us less per single launch, up to 0.5 us more back
-      // to back, where the PDL overlap has fewer W boxes to stream early).
+      // At most `wpre` W boxes go out before the wait and their activation boxes; the rest of the
+      // ring follows box by box (W, then its activation box). Requesting the whole ring's W first
+      // (WPRE_ALL, the default) queues MBs of W over the grid ahead of the first activation box,
+      // which delays the first stage at M = 64 (tools/gemm_trace); the narrow-N plan takes
+      // wpre = 2 (faster single launches, slightly slower back to back, where the PDL overlap has
+      // fewer W boxes to stream early).
       const int pre = min(nk, min(stages, wpre));
       for (int j = stages; j < nk && j < stages + pfx; ++j) tma_prefetch_l2_2d(&tmW, (kb0 + j) * kBK, n0);
       if (nk == 0) pdl_wait();
@@ -319,9 +241,9 @@ __global__ void __launch_bounds__(THREADS, 2)
         }
       }
       wgmma_commit();
-      // One group stays in flight (v4): once the previous stage's group completes, its slot is
-      // released; this stage's wgmmas overlap the next stage's wait. (v3 drained every stage with
-      // wait_group 0: 1.0-3.5 us slower at M = 64, row 113 of request p1.)
+      // One group stays in flight: once the previous stage's group completes, its slot is
+      // released; this stage's wgmmas overlap the next stage's wait (draining every stage with
+      // wait_group 0 is slower at M = 64).
       wgmma_wait<1>();
       if (kb > kb0 && lane == 0) mbar_arrive(&empty[s == 0 ? stages - 1 : s - 1]);
       if (++s == stages) s = 0, ph ^= 1;
@@ -465,8 +387,8 @@ __global__ void __launch_bounds__(THREADS, 2)
 
   // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
   // remote loads of an element are issued back to back (independent), then summed in rank order.
-  // (v4 tried issuing every load of up to 8 / S elements before summing any: row 11 got 1.1-1.6 us
-  // SLOWER at M = 64 in the same-call A/B of request p6, so the loop stays element by element.)
+  // (Issuing every load of up to 8 / S elements before summing any is slower at M = 64, so the
+  // loop stays element by element.)
   const int per = ceil_div(R, S);
   const int r0 = rank * per, r1 = min(R, r0 + per);
   const int rows = r1 - r0;
@@ -506,7 +428,7 @@ int active_clusters(int S, int smem = SMEM_OPTIN) {
   return resident_clusters(fn, S, THREADS, smem);
 }
 
-constexpr int WPRE_ALL = 1 << 20;  // wpre: the whole ring's W before griddepcontrol.wait (v3)
+constexpr int WPRE_ALL = 1 << 20;  // wpre: the whole ring's W before griddepcontrol.wait
 struct Cfg11 {
   int wn = 0;      // 0: mma.sync; 32 / 64: wgmma m64nWN
   int mt = 1;      // activation n8 tiles in the box (MP = 8 mt)
@@ -547,14 +469,14 @@ Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, in
   return c;
 }
 
-// Fallback cost model (microseconds) for shapes the measured rules in choose_uncached() do not
-// fit (N > ~16.9 K). NOT calibrated: the sweep contradicted its in-flight term on the default
-// shapes (the 208 KB ring lost where it meant two waves; the L2 prefetch lost everywhere), which
+// Fallback cost model (microseconds) for shapes the rules in choose_uncached() do not fit
+// (N > ~16.9 K). NOT calibrated: the sweep contradicted its in-flight term on the default
+// shapes (the 208 KB ring loses where it means two waves; the L2 prefetch loses everywhere), which
 // is why the rules come first. A CTA's time is its own W bytes at the rate its ring sustains — at
 // most `inflight / LAT` (Little's law) and at most 1.1x its fair share of the chip's bandwidth —
 // plus its activation boxes (L2) and its share of the DSMEM reduction; the launch is done when the
 // slowest CTA is and when all W has streamed. Only one-wave grids are considered.
-constexpr double BW = 4.3e6;     // bytes/us: the chip's W stream (H200 copy roof 4.2 TB/s)
+constexpr double BW = 4.3e6;     // bytes/us: the chip's W stream (about the copy roof)
 constexpr double LAT = 2.0;      // us: loaded DRAM latency the ring must cover
 constexpr double L2BW = 9.0e6;   // bytes/us: activation boxes from L2, whole chip
 constexpr double DSM = 60e3;     // bytes/us per SM: DSMEM reduction reads
@@ -582,34 +504,25 @@ bool one_wave(const Cfg11& c) {
   return c.grid <= active_clusters(c.S, smem) * c.S;
 }
 
-// The plan. First the measured rules (H200, request gdec, two runs of 2026-11-29: every (T, S,
-// ring) row in results/h200/dev/batch2/gdec/dec.jsonl and dec2.jsonl; us single / graph), each
-// taking the smallest T >= t0 of its (S, ring) that runs in one wave:
-//  * M <= 16 (mma.sync): S = 4 on 2-CTA/SM rings, T >= 12 (N = 4096: 88 CTAs of 192 rows; run 2,
-//    M = 1 / 16: 16.2 / 12.9 and 17.4 / 15.4 at K = 4096, 28.9 / 31.4 and 30.9 / 35.0 at
-//    K = 11008, vs T = 8 (128 CTAs) 17.2 / 12.4, 19.7 / 15.2, 32.3 / 32.1, 37.2 / 31.7: better
-//    single launches everywhere, graph mixed; T = 8 on 1-CTA/SM rings is two waves: clusters of 4
-//    at 215 KB do not cover 128 SMs); else S = 2 on 1-CTA/SM rings, T >= 11 (N = 11008: 126 CTAs;
-//    M = 1: 30.1 / 23.5 vs 28.6 / 25.1 on the 104 KB ring in run 1);
+// The plan. First rules fitted to a sweep of every (T, S, ring) on the decode shapes, each taking
+// the smallest T >= t0 of its (S, ring) that runs in one wave:
+//  * M <= 16 (mma.sync): S = 4 on 2-CTA/SM rings, T >= 12 (N = 4096: 88 CTAs of 192 rows; against
+//    T = 8 (128 CTAs): better single launches everywhere, back to back mixed; T = 8 on 1-CTA/SM
+//    rings is two waves: clusters of 4 at 215 KB do not cover 128 SMs); else S = 2 on 1-CTA/SM
+//    rings, T >= 11 (N = 11008: 126 CTAs);
 //  * M > 16 (wgmma): S = 2 on 1-CTA/SM rings, T >= 8 (N = 4096: 64 CTAs of 128 rows, each half
-//    of K; run 2, M = 32 / 64: 18.5 / 13.1 and 21.6 / 16.1 at K = 4096, 34.9 / 29.3 and
-//    40.4 / 34.9 at K = 11008, vs T = 6 (86 CTAs) 18.7 / 13.5, 21.7 / 16.8, 35.5 / 29.9,
-//    41.1 / 36.0 and 128-CTA plans 14.3-15.6 / 17.8-18.8 graph at K = 4096; N = 11008: T = 11,
-//    126 CTAs, 31.7 / 25.8 and 34.8 / 28.0).
+//    of K; fewer, fatter CTAs beat T = 6 (86 CTAs) and the 128-CTA plans; N = 11008: T = 11,
+//    126 CTAs).
 // Then (shapes no rule fits, e.g. N > 16.9 K) the cost model over every (T, S, ring) in one wave.
 // The rules are fitted to N in {4096, 11008}, K in {4096, 11008}: other shapes get a correct but
 // untuned plan (e.g. N = 2048 at M <= 16: 44 CTAs).
 Cfg11 choose_uncached(int M, int N, int K) {
   struct Rule { int S, mode, t0, t1, wpre; };
-  // v4 (session 16), M > 16 only: first, where 64-row strips x 2 K halves fit one wave
-  // (N <= ~8.4 K), T = 4 (one slab, k steps split over the two warpgroups), S = 2, 1-CTA/SM
-  // rings, two W boxes before the PDL wait. Request p7 (the plan itself; us single / graph):
-  // M = 32 / 64 at 4096^2 17.1 / 13.2 and 18.7 / 14.4, at 4096x11008 32.7 / 28.7 and
-  // 34.1 / 30.1; v3's plan (T = 8, with v4's wait_group 1) in request p6: 18.2 / 12.4,
-  // 20.3 / 14.7, 34.0 / 28.2, 37.3 / 31.6. The same cut at M <= 16 (mma.sync path) was mixed
-  // between runs (request p6 row 113: M = 16 4096^2 17.1 / 13.0; request p7 as the plan: 18.8 /
-  // 14.4; 4096x11008 31.8 / 27.7 vs 37.3 / 33.0), so M <= 16 keeps v3's rules. Then v3's rules
-  // (N = 11008 keeps T = 11, S = 2: 126 CTAs).
+  // M > 16 only, first: where 64-row strips x 2 K halves fit one wave (N <= ~8.4 K), T = 4 (one
+  // slab, k steps split over the two warpgroups), S = 2, 1-CTA/SM rings, two W boxes before the
+  // PDL wait: faster than T = 8 single and back to back at K = 4096 and 11008. The same cut at
+  // M <= 16 (mma.sync path) is not consistently faster, so M <= 16 keeps the rules below. Then
+  // the general rules (N = 11008 keeps T = 11, S = 2: 126 CTAs).
   const Rule small_m[] = {{4, 2, 12, MAX_T, WPRE_ALL}, {2, 1, 11, MAX_T, WPRE_ALL}};
   const Rule large_m[] = {{2, 1, 4, 4, 2}, {2, 1, 8, MAX_T, WPRE_ALL}};
   const Rule* rules = M <= 16 ? small_m : large_m;
@@ -706,15 +619,15 @@ constexpr Forced kForced[] = {
     {8, 4, 1, 4, "x11_T8_S4_r1_pf4"},
     // two CTAs of the same grid per SM (grid ~ 2 x #SMs, 104 KB rings): 2 producers per SM
     {4, 4, 2, 0, "x11_T4_S4_r2"},    {8, 8, 2, 0, "x11_T8_S8_r2"},   {6, 2, 2, 0, "x11_T6_S2_r2"},
-    // neighbours of the measured rules
+    // neighbours of the plan's rules
     {8, 2, 1, 0, "x11_T8_S2_r1"},    {5, 2, 1, 0, "x11_T5_S2_r1"},   {7, 2, 1, 0, "x11_T7_S2_r1"},
     {12, 2, 1, 0, "x11_T12_S2_r1"},  {6, 3, 1, 0, "x11_T6_S3_r1"},   {9, 2, 1, 0, "x11_T9_S2_r1"},
     {12, 4, 2, 0, "x11_T12_S4_r2"},
     // taller strips at M = 64 (activation bytes per W byte halved vs T = 8)
     {16, 4, 1, 0, "x11_T16_S4_r1"},  {16, 4, 2, 0, "x11_T16_S4_r2"},  {16, 2, 1, 0, "x11_T16_S2_r1"},
-    // one slab per CTA (T = 4: both warpgroups split its k steps, v4)
+    // one slab per CTA (T = 4: both warpgroups split its k steps)
     {4, 1, 2, 0, "x11_T4_S1_r2"},    {4, 1, 1, 0, "x11_T4_S1_r1"},   {4, 3, 1, 0, "x11_T4_S3_r1"},
-    // v4: two W boxes before griddepcontrol.wait, then box by box (W, activations)
+    // two W boxes before griddepcontrol.wait, then box by box (W, activations)
     {8, 2, 1, 0, "x11_T8_S2_r1_w2", 2},   {4, 2, 1, 0, "x11_T4_S2_r1_w2", 2},
     {4, 2, 2, 0, "x11_T4_S2_r2_w2", 2},   {8, 4, 2, 0, "x11_T8_S4_r2_w2", 2},
     {12, 4, 2, 0, "x11_T12_S4_r2_w2", 2}, {11, 2, 1, 0, "x11_T11_S2_r1_w2", 2},

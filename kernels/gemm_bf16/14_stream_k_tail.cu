@@ -1,59 +1,18 @@
-// Rung 14 — stream_k_tail: rung 12 (persistent, warp-specialized, TMA + wgmma 128x256x64, 4-stage
-// ring, grouped raster, TMA-store epilogue) with a data-parallel + Stream-K hybrid schedule for the
+// 14 stream_k_tail — rung 12 with a data-parallel + Stream-K hybrid schedule for the
 // wave-quantized tail, and a deterministic fixup through the caller's workspace.
 //
-// Change from rung 12: the schedule only (mainloop, ring, epilogue are 12's). Rung 12 pays
-// ceil(tiles / SMs) whole waves of 128x256 tiles: 4096^3 is 512 tiles = 3.88 waves on 132 SMs
-// (the 4th wave leaves 16 SMs idle for a whole tile), 8192^3 15.5, 4096x11008x4096 10.4 (1376
-// tiles), 4096x4096x11008 3.88 waves of 172 k-blocks. Here G = SMs persistent CTAs
-// (kl::device_info().sms), W = tiles / G full waves, and (Osama et al. 2023):
-//   * the first tiles in grouped raster order: whole, round robin, data-parallel (12's loop);
-//   * the last tiles: flattened into (tile, k-block) units and cut into G contiguous ranges that
-//     differ by at most one unit; CTA c runs its data-parallel tiles first, then its range.
-//     "DP + two-tile Stream-K" (mode +1) splits the last partial wave plus one full wave (ranges
-//     >= one tile: two pieces per split tile); "DP + one-tile Stream-K" (mode +2, and the plan)
-//     only the last partial wave (ranges < one tile: up to ~3 pieces per tile).
-// The plan (host, deterministic in M, N, K and the SM count) models both schedules in k-blocks:
-// data-parallel ceil(tiles / G) x kt; one-tile hybrid W x kt + 1.7 x the longest range + 2.7 per
-// peer partial the owner reads (128 KB fp32 vs 48 KB of operands per k-block), and splits only with
-// T >= G, T % G != 0, and a modelled win > 1%. The 1.7 is MEASURED, not hoped: see below.
-// Fixup (kernels/common/streamk.cuh, rung 04's scheme on the wgmma accumulators): a split tile is
-// owned by the CTA holding its k-block 0 (its LAST segment); every other piece is the FIRST
-// segment of its CTA, so a CTA writes at most one partial. A peer stores its 128x256 fp32 partial
-// (each consumer thread's 128 accumulators as 32 float4 at j * 256 + thread: coalesced 16-byte
-// st.global.cg) into workspace slot blockIdx.x and raises flag blockIdx.x with the launch epoch,
-// deferred until after its NEXT segment's mainloop (or its exit), so the fence finds the stores
-// drained instead of stalling the tensor cores; the owner, after its own piece, acquires the
-// peers' flags (warp 0 of the consumers polls them all at once), resets them to 0, adds the
-// partials in K order (16 float4 loads in flight per thread) and runs 12's epilogue. The same bits
-// every launch; nothing cleared between launches (epoch + reset; a replayed graph is safe).
-// Budgets: smem as 12 (1024 + 4 x 48 KB + 2 x 16 KB + barriers = 230,464 B <= 227 KB opt-in).
-// Registers: 12's 128 accumulators + the 16-float4 fixup batch inside setmaxnreg 232 (ptxas: no
-// spill). Workspace: streamk_flag_bytes(SMs) + G x 128 KB (16.5 MB on 132 SMs), sized by
-// gemm_bf16_workspace_bytes(); supports() refuses a missing / short / misaligned one with the need.
-// Deadlock freedom: G <= SMs CTAs at 1 CTA/SM are all resident; a CTA waits only on higher-numbered
-// CTAs' first Stream-K segments, which never wait; a pending flag is raised before its CTA waits.
-// Barrier/proxy rules: 12's (full/empty ring with a running k-block counter across segments;
-// stmatrix -> fence.proxy.async.shared::cta -> named barrier -> TMA store; staging reuse after
-// wait_group.read). Partials are generic-proxy global stores/loads only: writers __threadfence(),
-// named barrier 3 over the 256 consumer threads, one st.release.gpu of the flag; the owner's lanes
-// ld.acquire.gpu, named barrier 3, then every consumer thread's ld.global.cg.
-// Measured (H200, 2026-11-29, request gsk of the 15:18 UTC batch, results/h200/dev/batch2/gsk/
-// gsk.jsonl; us, median of 30; rung 12 / this rung with the Stream-K part off / two-tile forced
-// (the first plan) / one-tile forced / cuBLAS): 4096^3 181.4 / 180.8 / 200.0 / 190.2 / 179.1;
-// 8192^3 1421 / 1434 / 1500 / 1413 / 1423; 4096x11008x4096 492.4 / 491.7 / 508.2 / 483.0 (764.7
-// TFLOP/s, +1.9% over 12, 1.02x cuBLAS) / 493.4; 4096x4096x11008 473.5 / 472.0 / 668.0 / 561.1 /
-// 465.2; 2048^3 27.36 / 27.62 / 35.15 / 35.42 / 27.90. The Stream-K region runs 1.3-2.1x slower per
-// k-block than a data-parallel wave: its CTAs sit at staggered k offsets, so the tiles in flight no
-// longer share A/W k-slices in L2; the slowdown grows with the region's operand footprint (worst
-// where it exceeds the 60 MB L2: 8192^3, K = 11008): an L2-capacity / DRAM limit (inferred from the
-// timings, not profiled). The plan above (fit to these rows) is 12's schedule on four of the five
-// shapes and the one-tile hybrid on 4096x11008x4096 (the one-tile row's figure); the auto pick
-// keeps rung 12 (gain within ~2x the 1% noise, one sample).
-// Full run of 8d4cb50 (results/h200/dev/final-8d4cb50/gemm_bf16.jsonl; TFLOP/s, NVML MHz in brackets, same-run cuBLAS):
-// 2048^3 636.1 [1980] (0.975x cuBLAS [1980]); 4096^3 781.4 [1965] (0.988x cuBLAS [1980]);
-// 8192^3 688.6 [1840] (1.002x cuBLAS [1734]); 4096x11008x4096 784.6 [1965] (1.082x cuBLAS [1965]);
-// 4096x4096x11008 806.4 [1860] (0.986x cuBLAS [1965]).
+// Parent: 12 four_stages.
+// Change: the schedule only. G = SMs persistent CTAs; the first tiles run whole (12's loop), the
+//   last partial wave is flattened into (tile, k-block) units cut into G near-equal ranges, each CTA
+//   running its whole tiles first. The host plan (mode 0) models both schedules in k-blocks and
+//   splits only with T >= G, T % G != 0 and a modelled win above the noise; modes +1 / +2 force the
+//   two-tile / one-tile hybrid. Fixup as rung 04 on the wgmma accumulators (common/streamk.cuh);
+//   a peer's flag is raised after its next segment's mainloop, so the fence finds stores drained.
+// Why: rung 12 pays ceil(tiles / SMs) whole waves of 128x256 tiles (4096^3: 3.88 waves).
+// Limits: a Stream-K k-block costs more than a data-parallel one (staggered k offsets no longer
+//   share A/W slices in L2: the kSkSlowdown factor), so the plan rarely splits. Workspace:
+//   streamk_flag_bytes(SMs) + G x 128 KB (gemm_bf16_workspace_bytes()); supports() refuses a
+//   missing / short / misaligned one. Registers: the fixup batch fits setmaxnreg 232 (no spill).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -190,7 +149,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                                                  [](uint64_t* bar) { mbar_arrive(bar); });
 
       // The partial stored after the previous segment has drained by now: publish it (before
-      // this CTA waits on anybody, see the header: deadlock freedom).
+      // this CTA waits on anybody, see common/streamk.cuh: deadlock freedom).
       if (pending) {
         raise_flag(s, ct);
         pending = false;
@@ -256,19 +215,18 @@ struct Plan {
   size_t need = 0;                  // workspace bytes (0 without a Stream-K part)
 };
 
-// Hybrid must beat data-parallel by more than the run-to-run noise (1%: rung 12 vs this rung with
-// the Stream-K part off, same schedule, differed by 0.1-0.9% in the gsk batch) to be taken.
+// Hybrid must beat data-parallel by more than the run-to-run noise (about 1%, the spread between
+// rung 12 and this rung with the Stream-K part off, same schedule) to be taken.
 constexpr double kSkMargin = 0.99;
 // Owner's cost per peer partial, in k-blocks: reading 128 KB of fp32 vs 48 KB of operands per
 // k-block (the peer's store is deferred under its next segment and not counted).
 constexpr double kFixupKBlocks = double(PARTIAL_BYTES) / STAGE_BYTES;
-// A k-block inside the Stream-K region costs this many data-parallel k-blocks. Measured (H200,
-// gsk batch, 2026-11-29): the CTAs of the Stream-K region work at staggered k offsets, so the ~132
-// tiles in flight no longer share A/W k-slices in L2 the way a data-parallel wave does, and the
-// region slows with its operand footprint (L2 capacity / DRAM; inferred, not profiled): 1.28x
-// (4096^3, two-tile; the region's operands, 48 MB, fit the 60 MB L2) to 1.65x (4096x11008x4096,
-// 55 MB), 1.95x (4096x4096x11008, 135 MB) and 2.07x (8192^3, 116 MB); one-tile: 1.34x, 1.8x,
-// 1.98x, 1.76x (fixups included). 1.7 is the fit for the shapes where the choice is close.
+// A k-block inside the Stream-K region costs this many data-parallel k-blocks, a factor fitted to
+// timings: the CTAs of the Stream-K region work at staggered k offsets, so the ~132 tiles in flight
+// no longer share A/W k-slices in L2 the way a data-parallel wave does, and the region slows with
+// its operand footprint (L2 capacity / DRAM; inferred from timings, not profiled): least where the
+// region's operands fit the 60 MB L2 (4096^3), most where they far exceed it (8192^3, K = 11008).
+// 1.7 fits the shapes where the choice is close.
 constexpr double kSkSlowdown = 1.7;
 
 Plan make_plan(int M, int N, int K, int sms, int mode) {
@@ -286,7 +244,7 @@ Plan make_plan(int M, int N, int K, int sms, int mode) {
   // partial wave (ranges shorter than a tile: up to ~3 pieces per tile, but half the tiles at
   // staggered k offsets, which is what costs: kSkSlowdown). The plan splits only with at least one
   // full wave and a partial one (T >= G, T % G != 0): below one wave (2048^3: 128 tiles) every CTA
-  // would pay a pipeline fill and a fixup for a fraction of a tile (forced on: 28% slower, 2048^3).
+  // would pay a pipeline fill and a fixup for a fraction of a tile.
   int sk_tiles = 0;
   if (mode == +1) sk_tiles = T < G ? T : T % G + G;
   if (mode == +2) sk_tiles = T < G ? T : T % G;

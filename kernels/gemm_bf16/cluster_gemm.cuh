@@ -1,8 +1,8 @@
 // kernels/gemm_bf16/cluster_gemm.cuh — family-private: the persistent 2x1-cluster kernel with TMA
 // multicast of W, of rungs 09 (STAGES = 3, one 64 x 256 epilogue pass) and 13 (STAGES = 4, four
-// 64 x 64 passes). The rung files say what each configuration changed and measured (rung 09's
-// header: the multicast, the cluster-wide empty barriers, the expect-tx ordering); this is the code
-// they share. The tile, roles and epilogue are those of tma_store_gemm.cuh.
+// 64 x 64 passes). The rung files say what each configuration changes (rung 09's header: the
+// multicast, the cluster-wide empty barriers, the expect-tx ordering); this is the code they
+// share. The tile, roles and epilogue are those of tma_store_gemm.cuh.
 #pragma once
 
 #include "gemm_bf16/hopper_gemm.cuh"

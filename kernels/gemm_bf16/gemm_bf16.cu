@@ -154,7 +154,7 @@ void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
                supports14_off, launch14_off});
   t.push_back({72, "x14_sk1_on", "experiment: rung 14, one-tile Stream-K (only the last partial wave split)",
                supports14_one, launch14_one});
-  t.push_back({73, "x12_two_halves", "experiment: rung 12, epilogue in two 128-column halves (before session 19)",
+  t.push_back({73, "x12_two_halves", "experiment: rung 12, epilogue in two 128-column halves",
                hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
   t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
                hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
@@ -211,11 +211,11 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
                   hopper_gemm::workspace_14(M, N, K, d));
 }
 
-// The entry point's choice: per shape class, the rungs in order of MEASURED speed on the H200
-// (fastest first; docs/gemm_bf16.md "Which rung the entry point runs" has the rows). The first rung
-// in the list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses
-// without a workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13
-// (cluster multicast) are in no list: 40% slower than 08/12 on every shape measured.
+// The entry point's choice: per shape class, the rungs in order of speed on the H200, fastest
+// first (docs/gemm_bf16.md has the rows). The first rung in the
+// list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses without a
+// workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13 (cluster
+// multicast) are in no list: slower than 08/12 on every shape.
 namespace {
 enum class ShapeClass {
   DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, SmallPrefill, Prefill
@@ -223,35 +223,11 @@ enum class ShapeClass {
 
 ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
   if (a.M <= 64) {
-    // Decode streams W. Measured (H200, request gdec run 2, results/h200/dev/batch2/gdec/
-    // dec2.jsonl, rung 11 = its plan's forced row; us single launch / CUDA-graph back-to-back;
-    // "narrow" N x K = 4096x4096 and 4096x11008, "wide" 11008x4096; run 1, dec.jsonl, picks the
-    // same rungs):
-    //  * wide, M <= 32: rung 03 (a full card of 64-column strips, no fixup): 26.2/23.7, 27.2/25.0,
-    //    28.7/26.6 at M = 1/16/32 vs rung 11 30.1/23.5, 31.3/25.1, 31.7/25.8;
-    //  * wide, M > 32: rung 11 (T = 11, S = 2): 34.8/28.0 vs 04 34.8/32.2, 03 39.7/37.3;
-    //  * narrow, M <= 8: rung 11 (T = 12, S = 4): 16.2/12.9 vs 04 16.6/14.3 (K = 4096), 28.9/31.4
-    //    vs 04 32.6/30.1 (K = 11008);
-    //  * narrow, 8 < M <= 16: rung 04: 16.7/14.2 vs 11 17.4/15.4; 32.6/30.2 vs 11 30.9/35.0;
-    //  * narrow, 16 < M <= 32: rung 11 (T = 8, S = 2, wgmma n32): 18.5/13.1 vs 04 18.5/16.1;
-    //    34.9/29.3 vs 04 34.7/32.6;
-    //  * narrow, M > 32: rung 04: 20.4/18.2 vs 11 21.6/16.1; 36.8/34.5 vs 11 40.4/34.9.
-    // Session 16 (rung 11 v4: wgmma wait_group 1, T = 4 with the k steps split over both
-    // warpgroups, narrow-N plan T = 4, S = 2, wpre = 2 at M > 16; request p7, same call as 04):
-    // narrow M > 32 now takes rung 11 first: 18.7/14.4 vs 04 20.6/18.0 (K = 4096), 34.1/30.1 vs
-    // 36.9/34.3 (K = 11008).
-    // Session 20 (rung 15, results/h200/dev/dec15/run8_*, best of 3 processes, us single / graph):
-    // narrow shapes take rung 15 first: 16x4096x4096 14.9 / 10.6 (11: 17.4 / 16.4), 64x4096x4096
-    // 15.7 / 11.7 (11: 18.3 / 14.3), 64x4096x11008 30.2 / 26.2 (11: 34.2 / 30.1), 1x4096x4096
-    // 16.0 / 11.6 (11: 16.2 / 13.9), 1x4096x11008 30.2 / 26.1 (11: 29.1 / 33.4: 1 us faster
-    // single, 7 us slower back to back); wide, 16 < M <= 32: 32x11008x4096 28.0 / 26.1 (the auto
-    // row, rung 03: 28.9 / 26.1); wide M <= 16 and M > 32 keep 03 / 11 (15 in the final call:
-    // 31.7 us single at 1x11008x4096, 41.9 at 64x11008x4096).
-    // Session 21 (rung 15's strips one per SM: 88 rows at N = 11008; results/h200/dev/s21/call3_*,
-    // the plan's code, best of 3 processes, us single / graph): wide M > 16 takes rung 15 first:
-    // 64x11008x4096 28.7 / 24.5 (11: 34.0 / 27.4; cuBLAS 28.4 / 25.9), 32x11008x4096 28.0 / 24.3
-    // (03: 29.1 / 26.5); wide M <= 16 keeps 03: 26.5 / 24.0 and 27.6 / 25.1 at M = 1 / 16 (15:
-    // 28.5 / 24.5, 28.5 / 24.8).
+    // Decode streams W ("narrow" N x K = 4096x4096 and 4096x11008, "wide" N >= 8192, e.g.
+    // 11008x4096). Rung 15 (no K split) leads every narrow class and the wide classes at M > 16;
+    // at wide M <= 16 rung 03 (a full card of 64-column strips, no fixup) stays ahead of 15 and 11.
+    // Then rung 11 (K split over a cluster) and rung 04 (Stream-K), whose order differs per class:
+    // 04 ahead of 11 only at narrow 8 < M <= 16.
     if (a.N >= 8192)
       return a.M <= 16 ? ShapeClass::DecodeWide : a.M <= 32 ? ShapeClass::DecodeWide32 : ShapeClass::DecodeWide64;
     if (a.M <= 8) return ShapeClass::DecodeOne;
@@ -259,19 +235,14 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
     return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
   }
   // Rung 16's 64 x 128 tiles fit one CTA per SM (M x N up to ~1 M on the H200): it leads there
-  // (session 21, results/h200/dev/s21/call5_*, best of 3 processes, us single launch): 1024^3 12.9
-  // against 05's 14.8 (cuBLAS 9.4), 1000x1000x1024 13.0 / 14.7 (9.0), 512x1024x1024 9.8 / 14.3
-  // (8.1), 128x4096x4096 20.6 / 36.1 (16.4), 256x4096x4096 27.8 / 36.3 (18.8). With more tiles than
-  // one wave it falls far behind: 2048x1024x4096 78.9 against 05's 37.8, 4097x1016x520 40.9 against
-  // 12's 16.9 (rings then sized for two CTAs per SM, run at one); with rings for the one CTA that
-  // fits (call9_1, one process) 4097x1016x520 39.9 against auto (12) 17.3, 2048^3 59.2 against 27.6.
+  // (1024^3, 1000x1000x1024, 512x1024x1024, 128x4096x4096, 256x4096x4096; 05 is next). With more
+  // tiles than one wave it falls far behind 05 / 12, so the class is one wave only.
   if (static_cast<long long>((a.M + 63) / 64) * ((a.N + 127) / 128) <= d.sms) return ShapeClass::OneWave;
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
-  // 128x128 wgmma rung 05 and rung 03's 64x128 tile measured ahead (1024^3: 14.5 / 14.8 us vs 08's
-  // 16.8).
+  // 128x128 wgmma rung 05 and rung 03's 64x128 tile are ahead of 08 there.
   if (static_cast<long long>(a.M) * a.N <= (2ll << 20)) return ShapeClass::SmallPrefill;
-  // Everything larger: rung 12 (08 with a 4-deep ring) led at 2048^3 .. 8192^3 (632-817 TFLOP/s),
-  // then 08; part 1's Stream-K hybrid (= 03's grid where it does not split) ahead of 03.
+  // Everything larger: rung 12 (08 with a 4-deep ring) leads from 2048^3 up, then 08; part 1's
+  // Stream-K hybrid (= 03's grid where it does not split) ahead of 03.
   return ShapeClass::Prefill;
 }
 

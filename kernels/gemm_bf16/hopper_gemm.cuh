@@ -62,8 +62,8 @@ void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
 #endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12 with its epilogue before session 19: two 128-column halves instead of four 64-column
-// passes (experiment row 73 and the tests' comparison).
+// Rung 12 with its epilogue in two 128-column halves instead of four 64-column passes
+// (experiment row 73 and the tests' comparison).
 void launch_12_two_halves(const GemmBf16Args& a, cudaStream_t s);
 // Rung 12 launched without programmatic dependent launch (experiment row 74: the PDL A/B).
 void launch_12_no_pdl(const GemmBf16Args& a, cudaStream_t s);
@@ -222,8 +222,8 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4; 2 before session
-// 19, still experiment row 73). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4; PASSES = 2 in
+// experiment row 73). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
 // accumulator) goes to bf16, then by stmatrix.x4 into its 128B-swizzled staging boxes (`myC`:
 // epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each; conflict-free), and leaves by TMA
 // store (one bulk group per pass), in PASSES passes of 256 / PASSES columns.

@@ -1,13 +1,7 @@
-// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09) and the decode rung (10) to
-// the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16) and the decode rung
+// (10) to the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
 // number, name and one change are written here and nowhere else; the kernels live in NN_*.cu.
-//
-// Which rung for which shape (until measured; see docs/gemm_bf16.md, Part 2). best_supported()
-// (highest number that supports the shape) already gives this:
-//   M <= 64                -> 10 decode_stream (memory-bound: stream W at the copy roof; any sm_80+)
-//   M > 64 on sm_90a       -> 09 cluster_multicast (persistent, warp-specialized, TMA-store
-//                             epilogue, 2x1 clusters sharing the W tile); 08 if 09 measures slower
-//   elsewhere              -> part 1's best rung
+// Which rung runs for which shape is the entry point's pick (gemm_bf16.cu), not the highest number.
 #include "gemm_bf16/gemm_bf16.h"
 #include "gemm_bf16/hopper_gemm.cuh"
 

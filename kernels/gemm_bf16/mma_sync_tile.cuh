@@ -331,7 +331,7 @@ using CfgM = MmaCfg<128, 128, 2, 4, 3, 2>;
 using CfgS = MmaCfg<64, 128, 2, 4, 4, 2>;
 // 64x64, 4 warps 2x2 of 32x32, 4 stages x 16 KB = 64 KB: 3 CTAs/SM.
 using CfgT = MmaCfg<64, 64, 2, 2, 4, 3>;
-// ---- sweep-only tiles (round 2; experiment rows 30+ / 50+ with KL_GEMM_EXP=1, and the tests)
+// ---- sweep-only tiles (experiment rows 30+ / 50+ with KL_GEMM_EXP=1, and the tests)
 // X1: 128x256, 16 warps 2x8 of 64x32, 4 stages, 1 CTA/SM (4 warps per sub-core)
 using CfgX1 = MmaCfg<128, 256, 2, 8, 4, 1>;
 // X2: 256x128, 16 warps 4x4 of 64x32, 4 stages, 1 CTA/SM
@@ -351,10 +351,9 @@ using CfgD16 = MmaCfg<16, 64, 1, 4, 6, 3>;
 using CfgD32 = MmaCfg<32, 64, 1, 4, 6, 3>;
 
 // Relative throughput of each prefill tile when the SM is full (1.0 = the best tile), the factor
-// the wave models of rungs 03 and 04 divide by. Measured (H200, 2026-11-29, rung 03 with each tile
-// forced at 8192^3, 15.5 waves of 128x256; TFLOP/s, / 404.5): L 404.5, X5 403.5, X6 397.6, X4
-// 389.5, X7 371.7, X1 369.8, M 364.5, X2 357.1, X8 274.0. S and T (not measured at 8192^3) keep
-// their round-1 estimates. Decode tiles are chosen by M alone and never compared.
+// the wave models of rungs 03 and 04 divide by: each tile's throughput over L's with rung 03 forced
+// to that tile at 8192^3 (15.5 waves of 128x256). S and T (not run at 8192^3) are estimates.
+// Decode tiles are chosen by M alone and never compared.
 inline double tile_efficiency(Tile t) {
   switch (t) {
     case Tile::L: return 1.00;

@@ -1,6 +1,6 @@
 // kernels/gemm_bf16/tma_store_gemm.cuh — family-private: the persistent warp-specialized kernel of
 // rungs 08 (STAGES = 3, one 64 x 256 epilogue pass) and 12 (STAGES = 4, four 64 x 64 passes).
-// The rung files say what each configuration changed and measured; this is the code they share.
+// The rung files say what each configuration changes; this is the code they share.
 //
 // One CTA per SM (grid = min(tiles, #SMs)), 128x256x64 tiles in grouped order, 384 threads:
 // warpgroup 0 is the producer (one thread issues the TMA loads of A and W into a STAGES-deep
@@ -8,8 +8,8 @@
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
 // (hopper_gemm.cuh: tma_store_epilogue). PDL (default on; off only in experiment row 74): the grid
-// waits for the previous one after its prologue and launches programmatic-dependent (rung 12's
-// header has the A/B).
+// waits for the previous one after its prologue and launches programmatic-dependent, so back to
+// back the next GEMM's launch and prologue run under this one's tail.
 #pragma once
 #include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"

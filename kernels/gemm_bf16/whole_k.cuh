@@ -3,8 +3,8 @@
 // as B), a producer warp of four lanes feeding a full/empty mbarrier ring by TMA, two consumer
 // warpgroups on alternate k-blocks summed in a fixed order, programmatic dependent launch. Rung 15
 // (15_decode_no_split.cu) launches one tile row (M <= 64); rung 16 (16_small_tiles.cu) launches a
-// second grid dimension over 64-row tiles of M. The design, the bugs met and the measurements are
-// in 15_decode_no_split.cu's header and docs/gemm_bf16.md "Rung 15", "Rung 16". Host code and
+// second grid dimension over 64-row tiles of M. The design is in 15_decode_no_split.cu's header
+// and docs/gemm_bf16.md. Host code and
 // kernels live in an unnamed namespace: each including file instantiates what its dispatch names.
 #pragma once
 #include <algorithm>
@@ -86,16 +86,13 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
 
   if (warp == CWARPS) {
     // ---- producer: lanes 0..LANES-1 each own every LANES-th slot of the ring (lane j: slots j,
-    // j + LANES, ...) and fill them round after round, k-block r * stages + s in round r. One
-    // thread walking the ring issued a stage every ~300 ns (ncu: the consumers' full-barrier waits
-    // held 41% of the samples, DRAM 23% busy): each k-block is a chain of dependent steps (slot
-    // arithmetic, the empty-barrier try_wait, expect_tx, two TMA issues) that one thread runs in
-    // series; LANES lanes of one warp run the same chain side by side. Every round of a slot comes
-    // from the same lane, in order, so no lane can run two rounds ahead of a slot and test the
-    // parity of a phase two back (the bug of the first four-lane version, which gave lane j the
-    // k-blocks j, j + 4, ...: with 11 stages consecutive rounds of a slot went to different lanes,
-    // one re-armed a full barrier still pending; make_cfg). No division: rounds advance by
-    // addition.
+    // j + LANES, ...) and fill them round after round, k-block r * stages + s in round r. Each
+    // k-block is a chain of dependent steps (slot arithmetic, the empty-barrier try_wait,
+    // expect_tx, two TMA issues); one thread running it in series cannot keep the W stream at the
+    // DRAM rate, so LANES lanes of one warp run the same chain side by side. Every round of a slot
+    // comes from the same lane, in order, so no lane can run two rounds ahead of a slot and test the
+    // parity of a phase two back (which would re-arm a full barrier still pending; make_cfg). No
+    // division: rounds advance by addition.
     // W (weights, never written by a kernel) may be requested before griddepcontrol.wait; the
     // activations (possibly the previous kernel's output) only after: the first `pre` stages get
     // their W box, every lane waits, then their activation boxes.
@@ -126,7 +123,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
           tma_load_2d(ring + s * STAGE, &tmA, &full[s], kb * kBK, arow);
         }
       };
-      // Round 0's first `pre` k-blocks (slots 0..pre-1, free: no wait).
+      // The first round's first `pre` k-blocks (slots 0..pre-1, free: no wait).
       for (int s = lane; s < pre; s += LANES) {
         mbar_arrive_expect_tx(&full[s], bytes);  // own W box + the activation parts
         load_w(s, s);
@@ -137,7 +134,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
       for (int base = 0; base < num_k; base += stages, ph ^= 1) {
         for (int s = lane; s < stages && base + s < num_k; s += LANES) {
           if (base + s < pre) continue;  // issued above
-          mbar_wait(&empty[s], ph ^ 1);  // every CTA's consumers released slot s (round 0: at once)
+          mbar_wait(&empty[s], ph ^ 1);  // every CTA's consumers released slot s (first round: at once)
           mbar_arrive_expect_tx(&full[s], bytes);
           load_w(base + s, s);
           load_a(base + s, s);
@@ -150,7 +147,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
     // and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
     // A slot is free once this CTA's consumers (and, with multicast, every peer's) released it.
-    // Known gap (review, session 21; experiment rows only): with activation multicast and parts <
+    // Known gap (experiment rows only): with activation multicast and parts <
     // CL (M at or below a part's rows), a rank that sends nothing does not hold its peers back, so
     // in principle a peer could finish round r + 1 of a slot and arrive on this CTA's empty barrier
     // before this CTA's own round-r arrival lands, miscounting its phases; it needs one remote
@@ -301,13 +298,11 @@ inline Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool spli
   const int fixed = 1024 + HEAD + slack_bytes(c.mp, c.bn);
   // Even (>= 4): warpgroup q takes the k-blocks of parity q, so with an even ring it always takes
   // the slots of parity q, every round of a slot consumed by one warpgroup, in order (each slot is
-  // also filled by one producer lane). (Session 20's producer needed a multiple of 4: it gave
-  // lane j the k-blocks j, j + 4, ...; with 11 stages consecutive rounds of a slot went to
-  // different lanes, a lane two rounds ahead passed the empty-barrier parity test of a phase two
-  // back and re-armed a full barrier still pending: compute-sanitizer flagged the
-  // arrive.expect_tx, the bench died with a launch failure at 1x11008x4096.) At least 4 because
-  // a warpgroup holds its previous slot until its next stage's wgmmas are issued: with the two
-  // interleaved, 3 slots can be held while the 4th loads.
+  // also filled by one producer lane). Were a slot's consecutive rounds filled by different lanes,
+  // a lane two rounds ahead could pass the empty-barrier parity test of a phase two back and
+  // re-arm a full barrier still pending. At least 4 because a warpgroup holds its previous slot
+  // until its next stage's wgmmas are issued: with the two interleaved, 3 slots can be held while
+  // the 4th loads.
   c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / 2 * 2, 4, MAX_STAGES);
   c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
   const int strips = ceil_div(N, c.bn);

@@ -1,11 +1,11 @@
-// Rung 00 — thread_per_row: the naive kernel. One thread owns a whole row: a first scalar pass sums
-// the squares, a second pass reads the row again and writes y.
+// 00 thread_per_row — the naive kernel: one thread owns a whole row.
 //
-// Why it is slow: neighbouring threads of a warp read addresses `cols` elements apart, so every
-// load instruction touches 32 different cache lines (uncoalesced), and there are only rows/256
-// blocks — fewer than the SMs for anything under ~34k rows. It takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 4.437 ms (121 GB/s, 2.9%); 4096x16384 f32 7.783 ms; 65536x4096 bf16 5.124 ms.
+// Parent: none (the baseline of the ladder).
+// Change: a first scalar pass sums the squares, a second pass reads the row again and writes y.
+// Why: the simplest correct kernel, the reference point for every later rung.
+// Limits: neighbouring threads read addresses `cols` elements apart, so every load instruction
+//   touches 32 different cache lines (uncoalesced), and there are only rows/256 blocks (fewer than
+//   the SMs under ~34k rows). Any shape and alignment.
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"
 #include "rmsnorm_internal.h"

@@ -1,13 +1,11 @@
-// Rung 01 — warp_per_row: a warp owns a row. Lane l reads columns l, l+32, ...: each load
-// instruction of the warp covers 32 consecutive elements (coalesced), the 32 partial sums meet in a
-// butterfly shuffle reduction (warp_sum), and 8 rows share a 256-thread block, so the grid has
-// rows/8 blocks instead of rows/256.
+// 01 warp_per_row — a warp owns a row.
 //
-// Still two passes over the row (the second one mostly from L2) and scalar 2- or 4-byte accesses:
-// many load instructions per byte. Takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 0.2462 ms (2180 GB/s, 51.6%); 4096x16384 f32 0.2150 ms (59.1%); 65536x4096 bf16
-//   0.4523 ms (56.2%). 18x rung 00. Unaligned 4096x4099: f32 0.0618 ms, bf16 0.0388 ms.
+// Parent: 00 thread_per_row.
+// Change: lane l reads columns l, l+32, ...; the 32 partial sums meet in a butterfly shuffle
+//   reduction (warp_sum), and 8 rows share a 256-thread block (rows/8 blocks instead of rows/256).
+// Why: each load instruction of the warp covers 32 consecutive elements (coalesced).
+// Limits: still two passes over the row (the second mostly from L2) and scalar 2- or 4-byte
+//   accesses: many load instructions per byte. Any shape and alignment.
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"

@@ -1,12 +1,11 @@
-// Rung 02 — vec128: rung 01 with 128-bit accesses. Lane l handles 16-byte chunks l, l+32, ... (4 f32
-// or 8 bf16 each, one LDG.128 / STG.128), so a warp moves 512 bytes per instruction instead of 64 or
-// 128: 4-8x fewer load/store instructions for the same bytes.
+// 02 vec128 — rung 01 with 128-bit accesses.
 //
-// Needs every row to start on a 16-byte boundary: cols % (16 / sizeof(elem)) == 0 and x, w, y
-// 16-byte aligned (supports() says so otherwise). Still two passes over the row.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 0.2052 ms (2616 GB/s, 61.9%); 4096x16384 f32 0.2130 ms (59.7%); 65536x4096 bf16
-//   0.3863 ms (65.8%).
+// Parent: 01 warp_per_row.
+// Change: lane l handles 16-byte chunks l, l+32, ... (4 f32 or 8 bf16 each, one LDG.128 / STG.128).
+// Why: a warp moves 512 bytes per instruction instead of 64 or 128: 4-8x fewer load/store
+//   instructions for the same bytes.
+// Limits: every row must start on a 16-byte boundary (cols % (16 / sizeof(elem)) == 0, x, w, y
+//   16-byte aligned; supports() says so otherwise). Still two passes over the row.
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"

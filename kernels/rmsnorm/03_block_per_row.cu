@@ -1,14 +1,13 @@
-// Rung 03 — block_per_row: rung 02 with a whole block per row. A warp per row gives each thread
-// cols/256 chunks to walk in sequence for wide rows (8192 bf16: 4 chunks, 131072: 64), and a grid of
-// rows/8 blocks; a block of 64..1024 threads per row (about 8 chunks per thread per pass) puts more
-// loads in flight per row and makes the grid `rows` blocks. The partial sums meet in a block
-// reduction (warp shuffles, then the warps' partials through shared memory).
+// 03 block_per_row — rung 02 with a whole block per row.
 //
-// Still two passes over the row: the second read comes from L2 when the row is still there.
-// Same alignment requirement as rung 02.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 0.1844 ms (2911 GB/s, 68.9%); 4096x16384 f32 0.1840 ms (69.1%); 65536x4096 bf16
-//   0.3715 ms (68.4%); 64x131072 bf16 0.0208 ms.
+// Parent: 02 vec128.
+// Change: a block of 64..1024 threads per row (about 8 chunks per thread per pass); the partial sums
+//   meet in a block reduction (warp shuffles, then the warps' partials through shared memory).
+// Why: a warp per row walks many chunks in sequence for wide rows (8192 bf16: 4 chunks, 131072:
+//   64) with a grid of rows/8 blocks; a block per row puts more loads in flight per row and makes
+//   the grid `rows` blocks.
+// Limits: still two passes (the second read from L2 when the row is still there). Same alignment
+//   requirement as rung 02.
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"

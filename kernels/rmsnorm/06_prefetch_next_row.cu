@@ -1,24 +1,16 @@
-// Rung 06 — prefetch_next_row: rung 04's register-resident row, but persistent groups that issue
-// the loads of their NEXT row before reducing and storing the current one (two register buffers).
+// 06 prefetch_next_row — rung 04's register-resident row in persistent groups that issue the loads
+// of their NEXT row before reducing and storing the current one.
 //
-// Why: in rung 04 a block loads its row, then waits — the reduction (shuffles, a barrier) and the
-// stores have no loads of that block in flight, and a finished block is replaced by a fresh launch.
-// With 1024-thread groups (4096x16384 f32 at 16 elements per thread) only one block fits per SM,
-// so that bubble is the SM's bubble. Here the grid is sized to what is resident (occupancy x SMs),
-// each group strides over rows, and row k+1's 16-byte loads are in flight while row k is reduced
-// and written: DRAM always has requests from every SM.
-//
-// Limits: aligned rows only (cols % (16/es) == 0, 16-byte pointers), two row buffers in registers
-// so at most 32 bf16 (packed: 16 registers) or 16 f32 elements per thread per buffer; rows must
-// give at least 2 x SMs groups (fewer rows: rung 05 splits them over clusters).
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 0.1503 ms (84.6%; rung 04: 0.1396); 4096x16384 f32 0.1476 ms (04: 0.1407);
-//   65536x4096 bf16 0.2902 ms (04: 0.2703). SLOWER than 04 everywhere. Not profiled; what the
-//   SASS shows: 61 registers (bf16 V=4) = the same 4 blocks of 256 threads per SM as 04, so no
-//   more bytes in flight per SM, only moved earlier; the w loads are issued one chunk at a time,
-//   each waited on before its store (04 batches them); the persistent grid gives each block
-//   31 or 32 rows (a ~3% tail). Kept as a measured negative; `auto` never picks it (its domain
-//   lies inside rung 07's).
+// Parent: 04 row_in_registers.
+// Change: the grid is sized to what is resident (occupancy x SMs), each group strides over rows,
+//   and row k+1's 16-byte loads are in flight (a second register buffer) while row k is reduced and
+//   written.
+// Why: in rung 04 a block's reduction and stores have no loads in flight, and with 1024-thread
+//   groups (one block per SM) that bubble is the SM's bubble.
+// Limits: slower than 04: the same registers (4 blocks of 256 threads per SM) put no more bytes in
+//   flight, only earlier; the w loads are waited on one chunk at a time; the persistent grid leaves
+//   a tail. Aligned rows only, at most 32 bf16 or 16 f32 elements per thread per buffer, at least
+//   2 x SMs groups. A negative result: `auto` never picks it (its domain lies inside rung 07's).
 #include <algorithm>
 
 #include "common/reduce.cuh"
@@ -134,8 +126,8 @@ std::string prefetch_next_row_supports(const RmsnormArgs& a, const DeviceInfo& d
   if (!cfg.why.empty()) return cfg.why + " (two row buffers)";
   if ((static_cast<long long>(a.rows) + cfg.rows_per_block - 1) / cfg.rows_per_block < 2LL * d.sms)
     return "fewer than 2 x SMs row groups: rung 05 splits the rows over clusters";
-  // Measured slower than rung 04 on every DRAM shape (H200 round 1: 16384x8192 bf16 0.1503 vs
-  // 0.1396 ms); with this bound its domain lies inside rung 07's, so `auto` never picks it.
+  // Slower than rung 04 on every DRAM shape; with this bound its domain lies inside rung 07's, so
+  // `auto` never picks it.
   if (a.rows < 4LL * d.sms) return "fewer than 4 x SMs rows (kept in the ladder, never picked)";
   return "";
 }

@@ -1,9 +1,10 @@
-// Fused rung 00 — thread_per_row: the naive residual-add + RMSNorm. One thread owns a row: the first
-// pass computes s = round(r + x) (rounded to the storage type, exactly what is then stored and
-// used), writes s back to r and sums the squares; the second pass re-reads r and writes y. Same
-// weaknesses as rmsnorm rung 00 (uncoalesced, few blocks). Any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 7.816 ms (137 GB/s); 4096x16384 f32 12.51 ms; 65536x4096 bf16 8.788 ms.
+// add00 thread_per_row — the naive residual-add + RMSNorm: one thread owns a row.
+//
+// Parent: none (the baseline of the fused ladder).
+// Change: the first pass computes s = round(r + x) (rounded to the storage type: exactly what is
+//   stored and used), writes s back to r and sums the squares; the second pass re-reads r, writes y.
+// Why: the simplest correct fused kernel, the reference point for the fused rungs.
+// Limits: as rmsnorm rung 00 (uncoalesced, few blocks). Any shape and alignment.
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"
 #include "rmsnorm_internal.h"

@@ -1,11 +1,11 @@
-// Fused rung 01 — block_per_row: a block per row (64..1024 threads, ~32 elements per thread per
-// pass). Thread t handles columns t, t+T, ...: every load instruction of a warp is 32 consecutive
-// elements (coalesced), the partial sums meet in a block reduction, and the grid has `rows` blocks.
-// Still two passes: the second re-reads the r the first one wrote (mostly from L2). Scalar accesses,
-// so any shape and alignment: this is the fallback for rows too long for the register rungs.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   16384x8192 bf16 0.5693 ms (1886 GB/s, 44.6%); 4096x16384 f32 0.3828 ms (66.4%); 65536x4096
-//   bf16 1.084 ms (46.9%). Unaligned 4096x4099: f32 0.1321 ms, bf16 0.0765 ms.
+// add01 block_per_row — a block per row.
+//
+// Parent: add00 thread_per_row.
+// Change: a block of 64..1024 threads per row (~32 elements per thread per pass); thread t handles
+//   columns t, t+T, ...; the partial sums meet in a block reduction; the grid has `rows` blocks.
+// Why: every load instruction of a warp is 32 consecutive elements (coalesced).
+// Limits: still two passes (the second re-reads the r the first one wrote, mostly from L2); scalar
+//   accesses, so any shape and alignment: the fallback for rows too long for the register rungs.
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"

@@ -1,14 +1,12 @@
-// Fused rung 03 — cluster_row: fused rung 02 with the row split over a thread-block cluster of
-// C = 1, 2, 4 or 8 blocks that add their partial sums through distributed shared memory (as rmsnorm
-// rung 05). Fixes rows longer than fused 02 holds (32768 bf16 / 16384 f32 columns; up to 131072 and
-// beyond with 8 blocks), shapes with fewer rows than SMs,
-// and 1024-thread groups (4096x16384 f32: one block per SM; C = 2 makes two 512-thread blocks per
-// SM that hide each other's reduction). Otherwise C = 1 and this is fused rung 02. Needs cc >= 9.0.
-// Kernel: row_regs.cu.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/rmsnorm.jsonl; % of the 4224 GB/s bench_peak copy):
-//   = fused 02 where C = 1; 64x131072 bf16 0.0273 ms (01: 0.1146); 16x131072 f32 0.0204 ms.
-//   4096x16384 f32 ran C = 2 in round 1: 0.2973 ms vs 0.2735 with C = 1 (fused 02) — the split of
-//   1024-thread blocks was dropped from pick_cluster (C = 1 there now).
+// add03 cluster_row — fused rung 02 with the row split over a thread-block cluster.
+//
+// Parent: add02 row_in_registers.
+// Change: C = 1, 2, 4 or 8 blocks per row add their partial sums through distributed shared memory
+//   (as rmsnorm rung 05); otherwise C = 1 and this is fused rung 02.
+// Why: rows longer than fused 02 holds (up to 131072 and beyond with 8 blocks) and shapes with
+//   fewer rows than SMs.
+// Limits: cc >= 9.0. 1024-thread blocks are not split in two (slower than C = 1 on 4096x16384 f32),
+//   so pick_cluster keeps C = 1 there. Kernel: row_regs.cu.
 #include "rmsnorm_internal.h"
 
 namespace kl::rmsnorm_detail {

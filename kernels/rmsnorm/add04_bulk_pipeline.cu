@@ -1,20 +1,15 @@
-// Fused rung 04 — bulk_pipeline: fused rung 02/03's one DRAM pass, with the r and x rows brought
-// into a ring of S shared-memory stages per persistent block by cp.async.bulk (the TMA copy engine)
-// instead of 16-byte loads into registers (as rmsnorm rung 07).
+// add04 bulk_pipeline — fused rung 02's one DRAM pass with r and x brought into a ring of S
+// shared-memory stages per persistent block by cp.async.bulk (as rmsnorm rung 07).
 //
-// Why: fused 02 keeps its bytes in flight in registers (r and x chunks live together: 59 registers,
-// 4 blocks of 256 threads per SM, <= 128 KB in flight per SM only during the load phase); H200
-// 16384x8192 bf16: 0.2727 ms vs torch.compile 0.2622 and a same-bytes cudaMemcpy 0.2570. Here S - 1
-// rows (r and x: 2 x cols x es bytes each) per block are in flight while the block adds, reduces
-// and stores the oldest one. Pass 1 writes r = round(r + x) and sums its squares; pass 2 recomputes
-// round(r + x) from the stage (the same bits) and writes y.
-//
+// Parent: add02 row_in_registers.
+// Change: S - 1 rows (r and x) per block are in flight while the block adds, reduces and stores the
+//   oldest one. Pass 1 writes r = round(r + x) and sums its squares; pass 2 recomputes round(r + x)
+//   from the stage (the same bits) and writes y.
+// Why: fused 02 keeps its in-flight bytes in registers (r and x live together: 4 blocks of 256
+//   threads per SM, and only during the load phase).
 // Limits: aligned rows, cc >= 9.0, three stages of (r, x) in shared memory (rows up to ~37 KB each:
-// 18K bf16 / 9K f32 columns — 4096x16384 f32 does not fit and stays on fused 02/03), >= 4 x SMs
-// rows. Kernel: bulk_rows.cu.
-// Measured (H200, round-2 batch, results/h200/dev/batch/rmsnorm/small.jsonl, with the per-row MEMBAR
-// since removed): 4096x1024 bf16 0.0189 ms (fused 02: 0.0114), f32 0.0236 (02: 0.0212); the DRAM
-// rows were cut by the batch's time limit. Never picked by `auto` (fused 05 covers its domain).
+//   18K bf16 / 9K f32 columns; 4096x16384 f32 stays on fused 02/03), >= 4 x SMs rows. Never picked
+//   by `auto` (fused 05 covers its domain). Kernel: bulk_rows.cu.
 #include "rmsnorm_internal.h"
 
 namespace kl::rmsnorm_detail {

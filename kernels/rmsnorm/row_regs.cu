@@ -19,9 +19,9 @@
 //
 // kAligned = false (cols % K != 0 or a pointer not 16-byte aligned): the same slices and register
 // count, but scalar loads/stores with a per-element bound check (rows then start anywhere) in a
-// warp-interleaved layout (a warp's 32 lanes take 32 consecutive columns per access). (Round 1 used the chunk layout with K scalar
-// accesses per chunk: each warp instruction touched K times the sectors; H200 4096x4099 f32 took
-// 0.0907 ms, slower than rung 01's 0.0618.)
+// warp-interleaved layout (a warp's 32 lanes take 32 consecutive columns per access). (The chunk
+// layout with K scalar accesses per chunk would make each warp instruction touch K times the
+// sectors, slower than rung 01.)
 #include <cuda_runtime.h>
 
 #include "common/dsmem.cuh"
@@ -56,7 +56,7 @@ __device__ __forceinline__ float row_total(float ss, int G, int C, int g, int la
 
 // kLdNormal (aligned path only): x by plain ld.global instead of ld.global.nc.L1::no_allocate
 // (rmsnorm rung 08 / fused 05); a template parameter so rungs 04/05 and fused 02/03 keep the exact
-// code they were measured with.
+// code they had before it.
 template <DType D, int V, bool kAligned, bool kFused, bool kLdNormal>
 __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) {
   using E = Elem<D>;
@@ -317,8 +317,8 @@ int pick_cluster(DType t, int rows, int cols, int elems, int sms) {
   if (C == 0) return 0;
   // Split each row over more blocks while the grid covers the SMs fewer than twice (few rows),
   // keeping at least 1024 columns per block (below that the cluster barriers cost more than they
-  // buy). Round 1 also split 1024-thread blocks (one per SM) in two; measured on the H200 it cost:
-  // fused 4096x16384 f32 0.2973 ms with C = 2 vs 0.2735 ms with C = 1 (fused rung 02).
+  // buy). 1024-thread blocks (one per SM) are not split in two: C = 2 is slower than C = 1 on
+  // fused 4096x16384 f32.
   while (C < 8) {
     const RowRegsConfig cur = row_regs_config(t, rows, cols, elems, C, sms);
     if (cur.blocks >= 2LL * sms) break;

@@ -1,12 +1,12 @@
-// Rung 00 — naive: one thread per C element, K-loop straight from global memory.
+// 00 naive — one thread per C element, K-loop straight from global memory.
 //
-// Change: none (the baseline). Block 32x32 threads; threadIdx.x walks M, so the 32 lanes of a warp
-// read 32 different rows of A (stride K*4 bytes: one 32-byte sector per lane per load) and write
-// 32 different rows of C. B is the same address across the warp (broadcast). Every FMA costs two
-// global loads; only the L1/L2 keep it from being hopeless.
-// Any M, N, K (bounds-checked).
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 0.5 (1% of cuBLAS 51.2); 1024^3 0.5 (1% of cuBLAS 33.9).
+// Parent: none (the baseline of the ladder).
+// Change: block of 32x32 threads; threadIdx.x walks M, so the 32 lanes of a warp read 32 different
+//   rows of A (stride K*4 bytes: one 32-byte sector per lane per load) and write 32 rows of C; B is
+//   the same address across the warp (broadcast).
+// Why: the simplest correct kernel, the reference point for every later rung.
+// Limits: every FMA costs two global loads; only L1/L2 keep it from being hopeless. Any M, N, K
+//   (bounds-checked).
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

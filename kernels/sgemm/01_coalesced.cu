@@ -1,11 +1,10 @@
-// Rung 01 — coalesced indexing.
+// 01 coalesced — coalesced indexing.
 //
-// Change from 00: threadIdx.x walks N instead of M. A warp now reads 32 consecutive floats of a
-// row of B (one 128-byte line), one broadcast float of A, and writes 32 consecutive floats of C.
-// Same arithmetic, same number of loads; only the mapping of lanes to elements moved.
-// Any M, N, K (bounds-checked).
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 5.8 (11% of cuBLAS 51.2); 1024^3 6.1 (18% of cuBLAS 33.9).
+// Parent: 00 naive.
+// Change: threadIdx.x walks N instead of M. A warp reads 32 consecutive floats of a row of B (one
+//   128-byte line), one broadcast float of A, and writes 32 consecutive floats of C.
+// Why: same arithmetic and number of loads, but every warp access is one line instead of 32.
+// Limits: still two global loads per FMA, no reuse. Any M, N, K (bounds-checked).
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

@@ -1,12 +1,11 @@
-// Rung 02 — shared-memory tiling.
+// 02 smem_tiling — shared-memory tiling.
 //
-// Change from 01: the block stages a 32x32 tile of A and a 32x32 tile of B in shared memory, then
-// every thread runs 32 FMAs out of shared memory. Each global element is now loaded once per block
-// instead of once per thread: global traffic drops 32x. The inner loop still does one LDS per FMA
-// for B (As[ty][k] is a warp broadcast), so shared memory now sets the pace (4 B/FMA).
-// Any M, N, K: out-of-range tile elements load as zero, stores are guarded.
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 8.5 (17% of cuBLAS 51.2); 1024^3 8.4 (25% of cuBLAS 33.9).
+// Parent: 01 coalesced.
+// Change: the block stages a 32x32 tile of A and of B in shared memory, then every thread runs 32
+//   FMAs out of shared memory.
+// Why: each global element is loaded once per block instead of once per thread (32x less traffic).
+// Limits: one LDS per FMA for B (As[ty][k] is a warp broadcast), so shared memory sets the pace
+//   (4 B/FMA). Any M, N, K: out-of-range tile elements load as zero, stores are guarded.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

@@ -1,14 +1,11 @@
-// Rung 03 — 1D register blocking.
+// 03 regblock_1d — 1D register blocking.
 //
-// Change from 02: each thread computes TM = 8 outputs of one column (8 rows) instead of one. Per
-// k it reads one B value from shared memory and reuses it for 8 FMAs against 8 A values that are
-// warp broadcasts: shared-memory traffic drops from ~1 LDS per FMA to (1 + 8 broadcast)/8.
-// Tile 64x64, BK = 8, 512 threads.
-// Needs M % 64, N % 64, K % 8 == 0 (no tail handling).
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 16.7 (33% of cuBLAS 51.2); 8192^3 16.7 (33% of cuBLAS 51.1);
-// 4096x11008x4096 16.6 (33% of cuBLAS 50.0); 4096x4096x11008 16.8 (33% of cuBLAS 50.7); 1024^3
-// 16.5 (49% of cuBLAS 33.9).
+// Parent: 02 smem_tiling.
+// Change: each thread computes TM = 8 outputs of one column: per k it reads one B value from shared
+//   memory and reuses it for 8 FMAs against 8 A values that are warp broadcasts. Tile 64x64,
+//   BK = 8, 512 threads.
+// Why: shared-memory traffic drops from ~1 LDS per FMA to (1 + 8 broadcast)/8.
+// Limits: still 9 LDS per 8 FMAs. Needs M % 64, N % 64, K % 8 == 0 (no tail handling).
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

@@ -1,15 +1,11 @@
-// Rung 04 — 2D register blocking.
+// 04 regblock_2d — 2D register blocking.
 //
-// Change from 03: each thread computes an 8x8 block of C (TM x TN) from 8 A values and 8 B values
-// held in registers: 64 FMAs per 16 shared loads per k (an outer product), where rung 03 needed
-// 9 LDS (8 of them broadcasts) per 8 FMAs. Tile 128x128, BK = 8, 256 threads.
-// The shared-memory reads are still scalar and the B fragment reads are 4-way bank-conflicted
-// (16 lanes at stride 8 floats); rung 05 fixes both.
-// Needs M % 128, N % 128, K % 8 == 0.
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 22.5 (44% of cuBLAS 51.2); 8192^3 23.0 (45% of cuBLAS 51.1);
-// 4096x11008x4096 23.2 (46% of cuBLAS 50.0); 4096x4096x11008 22.9 (45% of cuBLAS 50.7); 1024^3
-// 10.5 (31% of cuBLAS 33.9).
+// Parent: 03 regblock_1d.
+// Change: each thread computes an 8x8 block of C (TM x TN) from 8 A and 8 B values held in
+//   registers (an outer product). Tile 128x128, BK = 8, 256 threads.
+// Why: 64 FMAs per 16 shared loads per k, where rung 03 needed 9 LDS per 8 FMAs.
+// Limits: the shared-memory reads are scalar and the B fragment reads are 4-way bank-conflicted
+//   (16 lanes at stride 8 floats); rung 05 fixes both. Needs M % 128, N % 128, K % 8 == 0.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

@@ -1,16 +1,14 @@
-// Rung 05 — vectorized loads, A transposed in shared memory.
+// 05 vectorized — vectorized loads, A transposed in shared memory.
 //
-// Change from 04: global loads and C stores move float4s (LDG.128 / STG.128), and the A tile is
-// stored transposed, As[k][m], so a thread's 8 A values for one k are contiguous and come in as
-// two LDS.128 (as do its 8 B values): 4 shared-load instructions per 64 FMAs instead of 16.
-// The transpose happens on the store: each thread loads 4 consecutive k of one A row as a float4
-// and writes them to 4 rows of As (scalar STS; 2-way bank-conflicted, see rung 07).
-// Tile 128x128, BK = 8, 256 threads, 8x8 per thread.
-// Needs M % 128, N % 128, K % 8 == 0 and 16-byte aligned A, B, C.
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 35.5 (69% of cuBLAS 51.2); 8192^3 35.6 (70% of cuBLAS 51.1);
-// 4096x11008x4096 34.6 (69% of cuBLAS 50.0); 4096x4096x11008 35.6 (70% of cuBLAS 50.7); 1024^3
-// 11.0 (32% of cuBLAS 33.9).
+// Parent: 04 regblock_2d.
+// Change: global loads and C stores move float4s (LDG.128 / STG.128), and the A tile is stored
+//   transposed, As[k][m], so a thread's 8 A values for one k come in as two LDS.128 (as do its 8 B
+//   values). The transpose happens on the store: a float4 of 4 consecutive k of one A row goes to
+//   4 rows of As (scalar STS). Tile 128x128, BK = 8, 256 threads, 8x8 per thread.
+// Why: 4 shared-load instructions per 64 FMAs instead of 16.
+// Limits: the transposed stores are 2-way bank-conflicted (rung 07); a warp's 16 x 128 strip reads
+//   twice the distinct shared bytes per FMA of a 32x64 tile (rung 06). Needs M % 128, N % 128,
+//   K % 8 == 0 and 16-byte aligned A, B, C.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

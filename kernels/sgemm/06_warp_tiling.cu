@@ -1,22 +1,15 @@
-// Rung 06 — warp tiling.
+// 06 warp_tiling — warp tiling.
 //
-// Change from 05: the 8x8 per-thread block is no longer a contiguous 8x8 patch. The block's 8 warps
-// each own a 32(M) x 64(N) warp tile (4 x 2 warps over 128x128); inside it lane = tm*8 + tn and a
-// thread's 8 rows are two float4 groups 16 apart, its 8 columns two float4 groups 32 apart:
-//
-//   rows  wm0 + {0,16} + tm*4 + 0..3      (tm = lane / 8, 0..3)
-//   cols  wn0 + {0,32} + tn*4 + 0..3      (tn = lane % 8, 0..7)
-//
-// So one LDS.128 of B covers 8 distinct float4s = 128 contiguous bytes (no bank conflict; the 4
-// tm-lanes share each address: broadcast), and one LDS.128 of A covers 4 distinct float4s shared
-// by 8 lanes each. Rung 05's thread layout put 16 lanes at stride 8 floats (2-way conflicted
-// LDS.128) and gave a warp a 16 x 128 strip: 2x the distinct shared bytes per FMA of this 32x64.
-// C stores: 8 lanes write 128 contiguous bytes of a row per STG.128.
-// Tile 128x128, BK = 8, 256 threads. Needs M % 128, N % 128, K % 8 == 0, 16-byte aligned pointers.
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 38.4 (75% of cuBLAS 51.2); 8192^3 38.3 (75% of cuBLAS 51.1);
-// 4096x11008x4096 37.4 (75% of cuBLAS 50.0); 4096x4096x11008 38.5 (76% of cuBLAS 50.7); 1024^3
-// 12.5 (37% of cuBLAS 33.9).
+// Parent: 05 vectorized.
+// Change: each of the 8 warps owns a 32(M) x 64(N) warp tile (4 x 2 warps over 128x128); lane =
+//   tm*8 + tn, a thread's 8 rows are wm0 + {0,16} + tm*4 + 0..3 and its 8 columns
+//   wn0 + {0,32} + tn*4 + 0..3. One LDS.128 of B covers 8 distinct float4s = 128 contiguous bytes
+//   (no conflict, the 4 tm-lanes broadcast); one LDS.128 of A covers 4 float4s shared by 8 lanes.
+// Why: rung 05 put 16 lanes at stride 8 floats (2-way conflicted LDS.128) and gave a warp a
+//   16 x 128 strip: twice the distinct shared bytes per FMA of 32x64.
+// Limits: one k-tile in shared memory (two barriers per tile, load latency exposed); the transposed
+//   A stores stay conflicted. Tile 128x128, BK = 8, 256 threads. Needs M % 128, N % 128, K % 8 == 0,
+//   16-byte aligned pointers.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

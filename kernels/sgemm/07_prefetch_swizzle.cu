@@ -1,25 +1,15 @@
-// Rung 07 — register-prefetch double buffering, bank-conflict-free swizzle, two blocks per SM.
+// 07 prefetch_swizzle — register-prefetch double buffering, conflict-free swizzle, two blocks/SM.
 //
-// Change from 06 (three things that only pay together):
-//  * Double buffering through registers: shared memory holds two k-tiles. While the warps compute
-//    on tile kt, each thread's next float4 of A and of B (tile kt+1) is already in flight to
-//    registers; it goes to the other shared buffer after the FMAs. One __syncthreads per tile
-//    instead of two, and the DRAM/L2 latency hides behind 512 FMAs per thread. cp.async would
-//    skip the registers but cannot transpose A; the register hop does the transpose for free.
-//  * The transposed A stores (rung 05/06) are 2-way bank-conflicted: a warp stores rows r0..r0+15
-//    for k = a_k + j with a_k in {0, 4}, and As[k][m] sits in bank m % 32 for every k (a row of
-//    As is 128 floats), so k = j and k = 4 + j of the same row collide. Storing m at
-//    m ^ (16 * (k / 4)) moves the a_k = 4 half to banks 16..31: conflict-free. The fragment
-//    reads XOR the same constant for all lanes (same k), which keeps each float4 contiguous and
-//    16-aligned and only swaps which 16-row group is read first.
-//  * __launch_bounds__(256, 2): registers capped at 128 so two 256-thread blocks (16 warps) fit
-//    per SM; one block's barrier bubble is covered by the other block's FMAs.
-// Tile 128x128, BK = 8, 256 threads, 32x64 warp tiles, 8x8 per thread, 2 x 8 KB shared memory.
-// Needs M % 128, N % 128, K % 8 == 0, 16-byte aligned pointers.
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 42.3 (83% of cuBLAS 51.2); 8192^3 43.0 (84% of cuBLAS 51.1);
-// 4096x11008x4096 43.5 (87% of cuBLAS 50.0); 4096x4096x11008 42.8 (84% of cuBLAS 50.7); 1024^3
-// 14.4 (42% of cuBLAS 33.9).
+// Parent: 06 warp_tiling.
+// Change: three things that only pay together: (1) shared memory holds two k-tiles; tile kt+1's
+//   float4s of A and B are in flight to registers while the warps compute on tile kt, one barrier
+//   per tile (the register hop also does A's transpose, which cp.async cannot); (2) A^T stores put
+//   m at m ^ (16 * (k / 4)), so the a_k = 4 half lands in banks 16..31 (conflict-free; fragment
+//   reads XOR the same constant for all lanes); (3) __launch_bounds__(256, 2): two blocks per SM.
+// Why: DRAM/L2 latency hides behind 512 FMAs per thread, and one block's barrier bubble is
+//   covered by the other block's FMAs.
+// Limits: registers capped at 128; 1.0 shared byte per FMA (8x8 per thread). Tile 128x128, BK = 8,
+//   2 x 8 KB shared memory. Needs M % 128, N % 128, K % 8 == 0, 16-byte aligned pointers.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

@@ -1,30 +1,15 @@
-// Rung 08 — 256x128 tile with 16x8 micro-tiles, fragment double buffering, any M, N, K.
+// 08 tile256x128 — 256x128 tile with 16x8 micro-tiles, fragment double buffering, any M, N, K.
 //
-// Change from 07:
-//  * Each thread computes 16 (M) x 8 (N) outputs: per k it reads 16 + 8 floats (4 + 2 LDS.128)
-//    for 128 FMAs = 0.75 shared bytes per FMA, against 1.0 for 8x8 (64 FMAs per 16 floats). At the
-//    warp level (64x64 warp tile, 4 x 2 warps over 256x128) one k-step reads 4 LDS.128 of A with 4
-//    distinct float4s each (64 B) and 2 of B with 8 distinct float4s (128 B): 6 shared wavefronts
-//    per 4096 FMAs when the hardware merges broadcasts, 24 when it does not; 4096 FMAs take 32
-//    SM-clocks of the 128-FMA/clk pipe, so shared memory stays under the FMA pipe in both cases.
-//  * FFMA share of the issue slots: 128 FFMA per 6 LDS per k (rung 07: 64 per 4).
-//  * Fragment double buffering: k+1's fragments load while k's 128 FMAs issue, and the tile
-//    hand-over (store the prefetched tile, barrier) sits before the last k-step so the next
-//    tile's first fragments load under that k-step's FMAs.
-//  * One block of 256 threads per SM (__launch_bounds__(256, 1)): 128 accumulators + 2 x 24
-//    fragment registers + 12 prefetch registers need ~210 registers, so two blocks (<= 128 regs)
-//    cannot fit; the 128 independent FMAs per k give the ILP that occupancy gave rung 07.
-//  * Tail handling by predication, so this rung takes any M, N, K > 0: out-of-range A/B elements
-//    load as zero (a partial last k-tile adds zeros), C stores are guarded. A shape with
-//    K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B, C takes the float4 path; anything else
-//    the scalar-load instantiation (same tiles, 4 LDG.32 per float4 slot).
-//  * Grouped rasterization: consecutive blocks walk 8 M-tiles down before moving along N, so the
-//    ~132 resident blocks share A and B slices in L2 (about 8 x 16 tiles instead of 1-2 x 66).
-// Shared memory: 2 stages x 8 x (256 + 128) floats = 24 KB static. Grid: 1D, ceil(M/256)*ceil(N/128).
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 44.6 (87% of cuBLAS 51.2); 8192^3 44.8 (88% of cuBLAS 51.1);
-// 4096x11008x4096 43.7 (87% of cuBLAS 50.0); 4096x4096x11008 44.6 (88% of cuBLAS 50.7); 1024^3
-// 10.8 (32% of cuBLAS 33.9).
+// Parent: 07 prefetch_swizzle.
+// Change: each thread computes 16 (M) x 8 (N) outputs (64x64 warp tiles, 4 x 2 warps): 4 + 2
+//   LDS.128 per k for 128 FMAs; k+1's fragments load while k's FMAs issue; one block of 256
+//   threads per SM (~210 registers); tails by predication (float4 path when K % 4 == 0, N % 4 == 0
+//   and A, B, C are 16-byte aligned, scalar loads otherwise); grouped rasterization (8 M-tiles down
+//   before moving along N, so resident blocks share A and B slices in L2).
+// Why: 0.75 shared bytes per FMA instead of 1.0, and 128 FFMA per 6 LDS per k; the 128 independent
+//   FMAs give the ILP that occupancy gave rung 07.
+// Limits: per-tile costs (barrier, global loads, transposing A stores) every 1024 FMAs per thread
+//   (rung 09). Shared memory: 2 stages x 8 x (256 + 128) floats = 24 KB static. Any M, N, K > 0.
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail {

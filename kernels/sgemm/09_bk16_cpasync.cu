@@ -1,21 +1,15 @@
-// Rung 09 — a 16-deep k-tile (BK = 16), B streamed by cp.async.
+// 09 bk16_cpasync — a 16-deep k-tile (BK = 16), B streamed by cp.async.
 //
-// Change from 08: each k-tile is 16 deep instead of 8, so the per-tile costs (one barrier, the
-// global loads, the transposing A stores, address and predicate arithmetic) are paid once per
-// 2048 FMAs per thread instead of 1024: the FFMA share of issue slots rises and the barrier
-// skew is paid half as often. The doubled prefetch would not fit next to 128 accumulators and
-// 48 fragment registers, so B (which needs no transpose) goes global -> shared by cp.async
-// (16 bytes, zero-fill past N and K) and only A passes through registers (4 float4 per thread).
-// The A^T swizzle widens with the tile: a warp stores 8 rows x 4 k-quads, so m ^ (8 * (k/4 % 4))
-// spreads the four k-quads over four 8-bank groups.
-// Shared memory: 2 stages x 16 x (256 + 128) floats = 48 KB (static limit).
-// Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned A, B, C (any M, N, K otherwise; rung 08 takes
-// the rest).
-// Measured (H200, 2026-11-29, round-1 full run, results/h200/dev/round1/sgemm.jsonl; TFLOP/s, SM clock
-// 1980 MHz for every row): 4096^3 45.9 (90% of cuBLAS 51.2); 8192^3 46.2 (90% of cuBLAS 51.1);
-// 4096x11008x4096 45.1 (90% of cuBLAS 50.0); 4096x4096x11008 46.1 (91% of cuBLAS 50.7); 1024^3
-// 11.0 (32% of cuBLAS 33.9). Round-2 request run R2a (13:28 UTC): 45.9 / 46.2 / 45.1 / 46.0 on the
-// four large shapes against cuBLAS 51.4 / 51.3 / 50.2 / 50.9 — still the fastest rung there.
+// Parent: 08 tile256x128.
+// Change: each k-tile is 16 deep instead of 8; B (no transpose needed) goes global -> shared by
+//   16-byte cp.async (zero-fill past N and K) and only A passes through registers (4 float4 per
+//   thread). The A^T swizzle widens: m ^ (8 * (k/4 % 4)) spreads a warp's four k-quads over four
+//   8-bank groups.
+// Why: per-tile costs (barrier, global loads, A stores, address and predicate arithmetic) are paid
+//   once per 2048 FMAs per thread instead of 1024; the doubled prefetch would not fit in registers
+//   next to 128 accumulators and 48 fragment registers.
+// Limits: A still takes the register hop; 2 stages x 16 x (256 + 128) floats = 48 KB (static
+//   limit). Needs K % 4 == 0, N % 4 == 0, 16-byte aligned A, B, C (rung 08 takes the rest).
 #include "common/mma.cuh"
 #include "sgemm_internal.h"
 

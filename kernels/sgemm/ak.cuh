@@ -3,9 +3,9 @@
 // header says how it works. Template parameters: BK the k-tile depth, S the ring stages, KQU the
 // unroll of the loop over a tile's 4-deep k-steps (13: <16, 3, full>, 14: <32, 3, full>,
 // 15: <64, 2, 8>; experiment rows 90+ the other settings, 14_ak_bk32.cu), BM the tile height
-// (256; 128 in experiment rows 101-104, two blocks per SM: 3-8% slower than 15), kLoopOnly the
-// form bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's loop alone: 48.3-48.6 TFLOP/s,
-// rung 15 whole 48.0-49.1, cuBLAS 50.0-51.2: the gap is inside the FFMA loop; docs/sgemm.md).
+// (256; 128 in experiment rows 101-104, two blocks per SM: slower than 15), kLoopOnly the form
+// bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's loop alone, no faster than the whole
+// rung: the gap to cuBLAS is inside the FFMA loop; docs/sgemm.md).
 #pragma once
 #include "common/cp_async4.cuh"
 #include "sgemm_internal.h"

@@ -79,18 +79,16 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
   // The 256x128 rungs leave SMs idle when the grid is well under one wave (1024^3 is 32 tiles on
   // 132 SMs): when they would leave half the SMs or more idle, the small-shape path (11: 128x128
   // tiles, 2 blocks/SM, split-K by 2 when even those do not fill the SMs), else rung 07's 128x128
-  // tile. 2048^3 (128 tiles, 97% of one wave) stays on 09: measured 45.0 TFLOP/s against 40.5
-  // for the 128x128 ring (round 2, results/h200/dev).
+  // tile. 2048^3 (128 tiles, 97% of one wave) stays on 09, which is faster there than the
+  // 128x128 ring.
   const long long tiles256 = ceil_div(a.M, 256) * ceil_div(a.N, 128);
   if (2 * tiles256 <= d.sms) {
     if (const auto* r = usable(11)) return r;
     if (const auto* r = usable(7)) return r;
   }
-  // Large shapes. With two waves of 256x128 tiles or more, rung 15 (2 stages of 64-deep k-tiles):
-  // +3.2 to +4.7% over 14 on the four large shapes (docs/sgemm.md, log), and 14 led every large
-  // shape of 14647d0's final run (46.5 vs 09's 45.9 TFLOP/s at 4096^3, 47.1 vs 46.2 at 8192^3);
-  // at 2048^3 (one wave) 09 led (44.9 vs 44.1 for 14). Then the lean ring (12: A may be
-  // misaligned), else 08 (any shape and alignment).
+  // Large shapes. With two waves of 256x128 tiles or more, rung 15 (2 stages of 64-deep k-tiles)
+  // leads on the four large shapes, then 14, both ahead of 09; at 2048^3 (one wave) 09 leads.
+  // Then the lean ring (12: A may be misaligned), else 08 (any shape and alignment).
   if (tiles256 >= 2LL * d.sms)  // two waves or more of 256x128 tiles
     for (int n : {15, 14})
       if (const auto* r = usable(n)) return r;

@@ -1,13 +1,11 @@
-// Rung 00 — three passes, one thread per row: pass 1 finds the row max, pass 2 sums
-// exp(x - max), pass 3 writes exp(x - max) / sum. Scalar loads.
+// 00 three_pass — three passes, one thread per row.
 //
-// The baseline, as written from the definition. Each row is read three times and exp is computed
-// twice per element; worse, consecutive threads read addresses a whole row apart, so a warp load
-// touches 32 different lines (no coalescing) and only L1 reuse of those lines between iterations
-// keeps it from reading 16-32x the bytes. Takes any shape and alignment.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   3.3309 ms = 161 GB/s on 16384x8192 bf16 (same-run cudaMemcpy of the same bytes 0.1287 ms =
-//   4172 GB/s)
+// Parent: none (the baseline of the ladder).
+// Change: pass 1 finds the row max, pass 2 sums exp(x - max), pass 3 writes exp(x - max) / sum;
+//   scalar loads. As written from the definition.
+// Why: the simplest correct kernel, the reference point for every later rung.
+// Limits: each row is read three times and exp computed twice per element; consecutive threads read
+//   addresses a row apart, so a warp load touches 32 different lines. Any shape and alignment.
 #include "softmax_impl.cuh"
 
 namespace kl::softmax_detail {

@@ -1,13 +1,11 @@
-// Rung 01 — a warp per row with an online softmax: each lane walks the row with stride 32 keeping
-// a running (max, sum of exp(x - max)) pair, the 32 pairs are merged by a shuffle butterfly, and a
-// second pass writes exp(x - max) / sum.
+// 01 warp_online — a warp per row with an online softmax.
 //
-// Why: rung 00's warp loads touch 32 lines each; here a warp load covers 32 consecutive elements
-// (one or two full lines), so DRAM sees each line once. The online pair folds the max and the sum
-// into one pass, so the row is read twice instead of three times (the second read mostly from L2).
-// Still scalar loads, and exp is computed twice per element.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   0.2940 ms = 1826 GB/s on 16384x8192 bf16 (11x rung 00)
+// Parent: 00 three_pass.
+// Change: each lane walks the row with stride 32 keeping a running (max, sum of exp(x - max)) pair;
+//   the 32 pairs merge in a shuffle butterfly; a second pass writes exp(x - max) / sum.
+// Why: a warp load covers 32 consecutive elements (DRAM sees each line once), and the online pair
+//   folds max and sum into one pass: the row is read twice instead of three times.
+// Limits: scalar loads; exp computed twice per element; the second read mostly from L2.
 #include "softmax_impl.cuh"
 
 namespace kl::softmax_detail {

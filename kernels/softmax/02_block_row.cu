@@ -1,15 +1,13 @@
-// Rung 02 — a block (256 threads) per row, with 16-byte vector loads where the rows allow it
-// (16-byte-aligned x/y, cols a multiple of 4 f32 / 8 bf16; scalar otherwise). Each thread keeps
-// an online (max, sum) pair over its elements; the block merges them with two block reductions
-// (max, then the sums rescaled to that max); a second pass writes exp(x - max) / sum.
+// 02 block_row — a block (256 threads) per row, with 16-byte vector loads where the rows allow it.
 //
+// Parent: 01 warp_online.
+// Change: each thread keeps an online (max, sum) pair over its elements; the block merges them with
+//   two block reductions (max, then the sums rescaled to it); a second pass writes the output.
+//   16-byte vectors for 16-byte-aligned x/y and cols a multiple of 4 f32 / 8 bf16, scalar otherwise.
+//   Block and vectors ride together because the block only pays when each thread moves 16 bytes.
 // Why: a warp per row leaves a long row (8K-128K elements) to 32 lanes with 1-2 loads in flight
-// each; a block puts 256 threads and 16 bytes per load on it, and wide rows now spread over all
-// SMs even when rows are few. Two changes ride together here (block, vectors) because the block
-// only pays off when each thread moves 16 bytes. Still two reads of the row (the second from L2
-// when the row is small enough) and two exps per element: rung 03 removes both.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   0.1874 ms = 2865 GB/s on 16384x8192 bf16; 16x131072 bf16 0.0787 ms
+//   each; wide rows now spread over all SMs even when rows are few.
+// Limits: still two reads of the row and two exps per element (rung 03 removes both).
 #include "softmax_impl.cuh"
 
 namespace kl::softmax_detail {

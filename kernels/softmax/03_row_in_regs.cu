@@ -1,18 +1,14 @@
-// Rung 03 — the row in registers: one block of g threads (32..1024, a multiple of 32, sized from
-// the row length so no thread holds more than 32 elements) owns a row; every thread issues all of
-// its N loads at once (N 16-byte vectors, or N scalars on unaligned rows), then max -> block
-// reduction -> exp ONCE in place -> sum -> block reduction -> scale and store from registers.
+// 03 row_in_regs — the row in registers: one block of g threads owns a row.
 //
-// Why: rung 02 reads each row twice and computes exp twice. Holding the row in registers makes it
-// one DRAM read + one write (the minimum) and one exp per element, and all N loads of a thread are
-// independent, so a thread has up to 64 bytes (bf16) / 128 bytes (f32) in flight at once.
-// (16 per thread on the scalar path for unaligned rows: 32 scalars spill at 64 registers.)
-// Rows longer than 1024 x 32 elements do not fit: rung 05 (clusters) or rung 02 takes them.
-// Layout: thread t holds chunks t, t+g, ..., t+(N-1)g of VEC elements; N is a compile-time count
-// (power of two), so the arrays stay in registers.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   0.1336 ms = 4018 GB/s on 16384x8192 bf16 (96% of the same-run cudaMemcpy, 1.40x rung 02);
-//   4096x16384 f32 0.1360 ms = 3947 GB/s; 65536x4096 bf16 0.2613 ms
+// Parent: 02 block_row.
+// Change: g = 32..1024 (a multiple of 32, sized so no thread holds more than 32 elements); every
+//   thread issues all N of its loads at once (thread t: chunks t, t+g, ... of VEC elements, N a
+//   compile-time power of two so the arrays stay in registers), then max -> block reduction -> exp
+//   ONCE in place -> sum -> block reduction -> scale and store from registers.
+// Why: one DRAM read + one write (the minimum) and one exp per element; up to 64 (bf16) / 128 (f32)
+//   bytes in flight per thread.
+// Limits: rows longer than 1024 x 32 elements do not fit (rung 05 or 02 takes them); 16 elements
+//   per thread on the scalar path for unaligned rows (32 scalars spill at 64 registers).
 #include "softmax_impl.cuh"
 
 namespace kl::softmax_detail {

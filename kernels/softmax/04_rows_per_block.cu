@@ -1,14 +1,11 @@
-// Rung 04 — several rows per block for short rows: rung 03's row-in-registers, but the group that
-// owns a row is G = 32, 64 or 128 threads (a power of two, compile-time) and a 256-thread block
-// carries 256 / G rows. Groups of one warp reduce with shuffles only (no barrier at all).
+// 04 rows_per_block — several rows per block for short rows.
 //
+// Parent: 03 row_in_regs.
+// Change: the group that owns a row is G = 32, 64 or 128 threads (compile-time) and a 256-thread
+//   block carries 256 / G rows; one-warp groups reduce with shuffles only (no barrier).
 // Why: rung 03 makes the block the group, so a 1024-wide bf16 row gets a 32-thread block; the SM's
-// 32-blocks limit then caps residency at 1024 threads (half the SM) and every row pays a block
-// launch. Packing 2-8 rows per block restores full occupancy and amortizes the launch.
-// Only for rows whose group is <= 128 threads (<= 4096 elements): wider rows are rung 03 already.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   65536x4096 bf16 0.2613 ms = 4109 GB/s (= rung 03 there; 98.6% of cudaMemcpy); 4096x1024
-//   bf16 0.0082 vs rung 03 0.0084 ms, f32 0.0122 vs 0.0116 ms
+//   32-blocks limit then caps residency at half the SM and every row pays a block launch.
+// Limits: only rows whose group is <= 128 threads (<= 4096 elements); wider rows are rung 03.
 #include "softmax_impl.cuh"
 
 namespace kl::softmax_detail {

@@ -1,18 +1,14 @@
-// Rung 05 — a row split across a thread-block cluster: K = 2..8 CTAs (one cluster) share a row,
-// each holding a contiguous slice in registers exactly as rung 03 holds a whole row; the CTAs
-// exchange their slice max and slice sum through distributed shared memory (DSMEM) with two
-// cluster barriers, so the row is still read once and exp computed once.
+// 05 cluster_split — a row split across a thread-block cluster.
 //
-// Why: two shapes starve rung 03. (a) Very long rows (16 x 131072): a row does not fit one block's
-// registers (1024 x 32 elements) and rung 02's block per row puts 16 blocks on 132 SMs and reads
-// everything twice. (b) Fewer rows than SMs (64 x 8192): one block per row leaves half the SMs idle.
-// Splitting each row over K CTAs gives rows x K CTAs. K is the smallest power of two whose slice
-// fits in registers, doubled while rows x K < SM count and slices stay >= 1024 elements. Offered
-// only when K >= 2 (otherwise it is rung 03/04 with a cluster launch for nothing).
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   16x131072 bf16 0.0105 ms (rung 02: 0.0787 ms, 7.5x), f32 0.0141 vs 0.1148 ms; but SLOWER
-//   than rung 03 where a row fits one block (1x8192 f32 0.0072 vs 0.0050 ms; 64x8192 f32
-//   0.0093 vs 0.0064 ms), so auto takes it only for rows too long for rung 03
+// Parent: 03 row_in_regs.
+// Change: K = 2..8 CTAs (one cluster) share a row, each holding a contiguous slice in registers as
+//   rung 03 holds a row; the CTAs exchange slice max and slice sum through DSMEM with two cluster
+//   barriers. K is the smallest power of two whose slice fits, doubled while rows x K < SMs and
+//   slices stay >= 1024 elements; offered only when K >= 2.
+// Why: very long rows (16 x 131072) do not fit one block, and fewer rows than SMs (64 x 8192) leave
+//   SMs idle; the row is still read once and exp computed once.
+// Limits: slower than rung 03 where a row fits one block, so auto takes it only for rows too long
+//   for rung 03. Needs clusters (cc >= 9.0).
 #include "common/rowops.cuh"
 #include "softmax_impl.cuh"
 

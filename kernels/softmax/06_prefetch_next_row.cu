@@ -1,24 +1,15 @@
-// Rung 06 — persistent row loop with the next row prefetched: rung 03's block-owns-a-row layout,
-// but the grid is one resident wave (SM count x resident blocks per SM, from the occupancy API)
-// and each block walks rows blockIdx.x, +gridDim.x, ...; before reducing and storing row r it
-// issues the loads of row r + gridDim.x into a second register set, so a block's DRAM reads never
-// stop while it is in its barriers, exps and stores.
+// 06 prefetch_next_row — a persistent row loop with the next row prefetched.
 //
-// Why: in rung 03 a block's loads are in flight only during its first phase; the other phases
-// (two block reductions, exp, scale, store) leave its share of the memory pipe idle, and the grid
-// ends in a partial wave (16384 rows / (132 x 8) = 15.5 waves). Here every block always has a row
-// in flight and there is no tail wave beyond one row per block. Cost: a second row's payload in
-// registers (16 regs bf16 / 32 f32 per thread), so blocks are capped at 512 threads
-// (__launch_bounds__(512): up to 128 registers).
-// Offered for 16-byte-aligned rows whose block is 128..512 threads (4K..16K elements; wider rows
-// stay rung 03, shorter ones rung 04) and with at least 2 rows per SM.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/softmax.jsonl):
-//   SLOWER than rungs 03/04 on every DRAM shape: 16384x8192 bf16 0.1580 vs 0.1336 ms,
-//   4096x16384 f32 0.1489 vs 0.1360 ms, 65536x4096 bf16 0.2987 vs 0.2613 ms. Likely cause: two
-//   rows of registers per thread (launch bound 512, up to 128 registers) halve the resident
-//   rows per SM, and a resident row is exactly what keeps loads in flight, so it loses more
-//   in-flight bytes than the prefetch adds. Kept as a measured negative result; never picked
-//   by auto
+// Parent: 03 row_in_regs.
+// Change: the grid is one resident wave (from the occupancy API); each block walks rows blockIdx.x,
+//   +gridDim.x, ... and issues the loads of its next row into a second register set before reducing
+//   and storing the current one. Blocks capped at 512 threads (__launch_bounds__(512)).
+// Why: in rung 03 a block's loads are in flight only during its first phase, and the grid ends in
+//   a partial wave.
+// Limits: slower than rungs 03/04 on every DRAM shape: two rows of registers per thread halve the
+//   resident rows per SM, and a resident row is what keeps loads in flight. A negative result;
+//   never picked by auto. Offered for 16-byte-aligned rows whose block is 128..512 threads
+//   (4K..16K elements) with at least 2 rows per SM.
 #include <algorithm>
 
 #include "softmax_impl.cuh"

@@ -55,9 +55,9 @@ __device__ __forceinline__ Online group_merge(Online o, float2* smem) {
 // (rung 07): 1, ptxas chooses. kBound = true (rungs 08-09) changes one row class only: 16-byte bf16
 // rows of exactly 256 threads (7.2K..8K elements, e.g. 8192), launched as the compile-time G = 256
 // layout with a minimum of 5 blocks, i.e. <= 48 registers (no spills, -Xptxas -v on sm_90a) and 5
-// resident rows per SM instead of 4 (unbounded, that row took 63 registers as G = 0). Measured on
-// 16384 x 8192 bf16: 0.1332 ms vs 07's 0.1416. Other classes were measured faster unbounded (07)
-// or not at all, so they stay as 07.
+// resident rows per SM instead of 4 (unbounded, that row takes 63 registers as G = 0), faster than
+// 07 on 16384 x 8192 bf16. Other classes are faster unbounded (07) or were not compared, so they
+// stay as 07.
 template <DType D, int VEC, bool kBound>
 constexpr bool fused_bounded() {
   return kBound && D == DType::bf16 && VEC == 8;

@@ -40,13 +40,11 @@ std::string softmax_check_args(const SoftmaxArgs& a) {
 }
 
 // The pick is an explicit preference order from the H200 measurements (docs/softmax.md), not
-// "highest number". Round 2 (same batch): rung 08 is the fastest on 16384 x 8192 bf16 (0.1332 ms
-// vs 03 0.1337, 07 0.1416) and takes only that row class; rung 07 elsewhere (65536 x 4096 bf16
-// 0.2555 vs 04 0.2607; 4096 x 16384 f32 0.1342 vs 03 0.1360). Rung 09's hints were neutral; it
-// supports what 07 does, so it is never reached. Round 1: rung 06 (persistent + prefetch) was
-// SLOWER than 03/04 on every DRAM shape (0.1580 vs 0.1336 ms on 16384 x 8192 bf16) and rung 05
-// (clusters) slower than 03 wherever 03 fits (1 x 8192, 64 x 8192), so 05 is picked only for rows
-// too long for one block (16 x 131072) and 06 never.
+// "highest number": rung 08 is the fastest on 16384 x 8192 bf16 and takes only that row class;
+// rung 07 elsewhere (ahead of 04 and 03). Rung 09's hints are neutral; it supports what 07 does,
+// so it is never reached. Rung 06 (persistent + prefetch) is slower than 03/04 on every DRAM shape
+// and rung 05 (clusters) slower than 03 wherever 03 fits (1 x 8192, 64 x 8192), so 05 is picked
+// only for rows too long for one block (16 x 131072) and 06 never.
 const std::vector<int>& softmax_pick_order() {
   static const std::vector<int> order = {8, 7, 9, 4, 3, 5, 6, 2, 1, 0};
   return order;

@@ -1,12 +1,10 @@
-// Rung 00 — scalar: one thread per element, one 2- or 4-byte load of g and of u, one store of y.
+// 00 scalar — one thread per element, one 2- or 4-byte load of g and of u, one store of y.
 //
-// The baseline. Loads are coalesced (consecutive threads, consecutive elements) but each warp
-// instruction moves only 64 (bf16) or 128 (f32) bytes, so the LSU issues many instructions per
-// byte and each thread has just two small loads in flight. Takes any shape and any alignment:
-// it is the entry point's fallback.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
-//   0.5260 ms = 2057 GB/s on 16384x11008 bf16 (same-run cudaMemcpy of the same bytes 0.2577 ms
-//   = 4199 GB/s)
+// Parent: none (the baseline of the ladder).
+// Change: the direct kernel; loads are coalesced (consecutive threads, consecutive elements).
+// Why: the reference point, and the entry point's fallback for any shape and alignment.
+// Limits: each warp instruction moves only 64 (bf16) or 128 (f32) bytes, so the LSU issues many
+//   instructions per byte and each thread has just two small loads in flight.
 #include "swiglu_impl.cuh"
 
 namespace kl::swiglu_detail {

@@ -1,14 +1,12 @@
-// Rung 01 — 128-bit vectorized: each thread loads one 16-byte vector of g and of u (4 f32 or 8
-// bf16), computes kVec outputs and writes one 16-byte vector.
+// 01 vec128 — 128-bit vectorized loads and stores.
 //
-// Why: rung 00 spends a load instruction per 2-4 bytes. A 16-byte LDG moves 4-8x the bytes per
-// instruction, every warp instruction covers 512 contiguous bytes (4 full 128-byte lines), and a
-// thread has 32 bytes in flight instead of 4-8. The < kVec elements past the last whole vector
-// are a scalar tail done by block 0. Needs 16-byte-aligned g, u, y (any cols: the op is a flat
-// stream).
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
-//   0.2505 ms = 4320 GB/s on 16384x11008 bf16 — 2.10x rung 00, 103% of the same-bytes
-//   cudaMemcpy, = torch.compile (0.2501 ms)
+// Parent: 00 scalar.
+// Change: each thread loads one 16-byte vector of g and of u (4 f32 or 8 bf16), computes kVec
+//   outputs and writes one 16-byte vector; the < kVec elements past the last whole vector are a
+//   scalar tail done by block 0.
+// Why: a 16-byte LDG moves 4-8x the bytes per instruction, every warp instruction covers 512
+//   contiguous bytes, and a thread has 32 bytes in flight instead of 4-8.
+// Limits: needs 16-byte-aligned g, u, y (any cols: the op is a flat stream).
 #include "swiglu_impl.cuh"
 
 namespace kl::swiglu_detail {

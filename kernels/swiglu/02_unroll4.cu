@@ -1,14 +1,11 @@
-// Rung 02 — several vectors per thread: each thread owns K = 4 vectors (block-strided) and issues
-// all 8 of its 16-byte loads before the first multiply.
+// 02 unroll4 — several vectors per thread.
 //
-// Why: HBM3e needs several MB in flight to reach the roof (bandwidth x latency ~ 4.8 TB/s x ~700 ns
-// ~ 3.4 MB). In rung 01 a thread has 32 bytes outstanding and then waits; here it has 128 bytes, so
-// the same resident threads keep 4x the bytes in flight, and there are 4x fewer blocks to schedule
-// (less launch/tail overhead per byte). The stride between a thread's vectors is one block-width so
-// every warp load still covers 512 contiguous bytes.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
-//   0.2524 ms = 4287 GB/s on 16384x11008 bf16 — 0.8% SLOWER than rung 01 (the bytes in flight
-//   were already enough; kept as the measured step)
+// Parent: 01 vec128.
+// Change: each thread owns K = 4 vectors (block-strided, so every warp load still covers 512
+//   contiguous bytes) and issues all 8 of its 16-byte loads before the first multiply.
+// Why: HBM3e needs several MB in flight to reach the roof (bandwidth x latency); the same resident
+//   threads keep 4x the bytes in flight, with 4x fewer blocks to schedule.
+// Limits: rung 01's bytes in flight are already enough, so it does not beat 01.
 #include "swiglu_impl.cuh"
 
 namespace kl::swiglu_detail {

@@ -1,14 +1,11 @@
-// Rung 03 — streaming cache hints: rung 02 with g and u read through
-// ld.global.nc.L1::no_allocate (read-only path, no L1 allocation) and y written with st.global.cs
-// (evict-first).
+// 03 stream_hints — streaming cache hints on rung 02.
 //
-// Why: every byte is touched exactly once. Allocating input lines in L1 only evicts other warps'
-// in-flight lines, and normal-priority output lines in L2 compete with the inputs still to be
-// read; marking the output evict-first lets L2 drain it to DRAM first. Expected gain is small
-// (a few %) — this rung measures it.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
-//   0.2530 ms = 4277 GB/s on 16384x11008 bf16 — within 0.2% of rung 02: the hints buy nothing
-//   on this layout
+// Parent: 02 unroll4.
+// Change: g and u read through ld.global.nc.L1::no_allocate (read-only path, no L1 allocation), y
+//   written with st.global.cs (evict-first).
+// Why: every byte is touched exactly once: input lines in L1 only evict other warps' in-flight
+//   lines, and evict-first output lets L2 drain it to DRAM first.
+// Limits: the hints buy nothing measurable on this layout.
 #include "swiglu_impl.cuh"
 
 namespace kl::swiglu_detail {

@@ -1,14 +1,12 @@
-// Rung 04 — persistent grid-stride: rung 03's body, but the grid is exactly one resident wave
-// (SM count x resident blocks per SM, from the occupancy API) and each block loops over chunks of
-// kThreads * K vectors, chunk c going to block c % grid.
+// 04 grid_stride — a persistent grid-stride loop over rung 03's body.
 //
-// Why: a one-shot grid of 16K blocks pays block launch/retire per 48 KB and ends with a partial
-// wave; a resident grid launches once, and neighbouring blocks walk the stream in lock-step, so
-// DRAM sees a dense moving window. On small shapes (fewer chunks than slots) it degenerates to
-// rung 03. Whether this beats one-shot on H200 is what this rung measures.
-// Measured (H200, round-1 run 2026-11-29, results/h200/dev/round1/swiglu.jsonl):
-//   0.2758 ms = 3924 GB/s on 16384x11008 bf16 — 9% SLOWER than rung 03 (8192x14336: 0.1827 vs
-//   0.1667 ms); kept as a measured negative result, never picked by auto
+// Parent: 03 stream_hints.
+// Change: the grid is exactly one resident wave (from the occupancy API) and each block loops over
+//   chunks of kThreads * K vectors, chunk c going to block c % grid.
+// Why: a one-shot grid pays block launch/retire per chunk and ends with a partial wave; a resident
+//   grid launches once and walks the stream in a dense moving window.
+// Limits: slower than rung 03 on the H200: a negative result, never picked by auto. On small shapes
+//   (fewer chunks than slots) it degenerates to rung 03.
 #include "swiglu_impl.cuh"
 
 namespace kl::swiglu_detail {

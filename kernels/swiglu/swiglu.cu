@@ -34,10 +34,9 @@ std::string swiglu_check_args(const SwigluArgs& a) {
 }
 
 // An explicit preference order from the H200 measurements (docs/swiglu.md), not "highest
-// number": round 1 measured rung 04 (persistent grid-stride) 9-10% SLOWER than rung 01 on every
-// DRAM shape (16384 x 11008 bf16: 0.2758 vs 0.2505 ms) and rungs 02-03 0.5-1% slower than 01;
-// round 2 measured rung 05 = rung 01 (8192 x 14336 bf16: 0.1648 vs 0.1649 ms; 4096 x 8192:
-// 0.0496 vs 0.0505). Misaligned pointers: only rung 00 supports them.
+// number": rung 04 (persistent grid-stride) is slower than rung 01 on every DRAM shape, rungs
+// 02-03 slightly slower than 01, and rung 05 ties rung 01. Misaligned pointers: only rung 00
+// supports them.
 const std::vector<int>& swiglu_pick_order() {
   static const std::vector<int> order = {5, 1, 2, 3, 4, 0};
   return order;
