@@ -7,7 +7,7 @@
 #   test               ctest -L gpu and -L cpu, full output in logs/ctest.log
 #   bench:F[:FLAGS]    build/bench_F --out results/F.jsonl FLAGS (FLAGS: '+' stands for a space)
 #   torch[:FLAGS]      scripts/torch_baseline.py --out results/torch.jsonl FLAGS
-#   sanitize           scripts/sanitize.sh (memcheck, racecheck, synccheck at small shapes)
+#   sanitize           scripts/sanitize.sh (memcheck, racecheck, synccheck, initcheck over every rung)
 #   sass               counts HGMMA / HMMA / LDSM in each bench binary (the tensor-core instructions)
 #
 # Writes under $OUT (or ./out): logs/*.log, results/*.jsonl, and a summary.txt. Every step runs

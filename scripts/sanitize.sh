@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# scripts/sanitize.sh — compute-sanitizer memcheck, racecheck and synccheck over every rung of every
-# bench at small shapes (one validation launch and one timed launch per rung).
+# scripts/sanitize.sh — compute-sanitizer memcheck, racecheck, synccheck and initcheck over every rung
+# of every bench, on small shapes that every rung accepts at least once (one validation launch and
+# one timed launch per rung, shape and dtype).
 #
-#   scripts/sanitize.sh                  every bench, the three tools
-#   KL_TOOLS=memcheck scripts/sanitize.sh bench_gemm_bf16      one tool, one bench
+#   scripts/sanitize.sh                                  every bench, the four tools
+#   KL_TOOLS=memcheck scripts/sanitize.sh bench_gemm_bf16   one tool, one bench
+#   scripts/sanitize.sh --dry-run                        the plan (commands, timeouts, rungs); no GPU
 #
-# Writes results/<device>/sanitizer.txt (errors per tool and bench; the file to commit) and the
-# full logs under $BUILD/sanitizer/. Exits 1 if any tool reported an error or a bench failed.
-# Environment: KL_BUILD_DIR or KL_BUILD (build), KL_ARCH, KL_JOBS, KL_RESULTS_DIR, SANITIZE_OUT
-# (summary path; default results/<device>/sanitizer.txt), KL_TOOLS
-# ("memcheck racecheck synccheck"), KL_SANITIZER (path of compute-sanitizer), KL_SAN_TIMEOUT
-# (seconds per tool and bench, default 600).
+# One process per tool and bench runs every rung (--variant all) on that family's shapes. After it,
+# the bench's JSON rows are checked: every rung that `bench_<family> --list` names (and the entry
+# point, "auto") must have at least one validated row, else the sweep fails naming the rung. A
+# process that hangs past its timeout, exits non-zero (a validation failed, or a sanitizer error:
+# --error-exitcode 99) or leaves a rung without a row fails the sweep.
+#
+# Writes results/<device>/sanitizer.txt (the file to commit): a header (GPU, driver, sanitizer
+# version, commit, date), then one line per tool x rung x shape with the error count of the process
+# that ran it, a total and "clean" or the failures; the full logs and rows go to $BUILD/sanitizer/.
+# Exits 1 on any error, failure or missing rung.
+# Environment: KL_BUILD_DIR or KL_BUILD (build dir, default build), KL_NO_BUILD=1 (use it as built),
+# KL_ARCH, KL_JOBS, KL_RESULTS_DIR, SANITIZE_OUT (summary path), KL_TOOLS ("memcheck racecheck
+# synccheck initcheck"), KL_SANITIZER (path of compute-sanitizer), KL_SAN_TIMEOUT (seconds per tool
+# and bench; default 600 for racecheck, 240 for the others).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,106 +29,268 @@ KL_SCRIPT=sanitize
 # shellcheck source=scripts/lib.sh
 . scripts/lib.sh
 
-kl_require_gpu
-OUT="${KL_RESULTS_DIR:-results/$SLUG}"
+DRY=0
+NAMES=()
+for a in "$@"; do
+  case "$a" in
+    --dry-run) DRY=1 ;;
+    -h | --help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option '$a' (see --help)" ;;
+    *) NAMES+=("$(basename "$a")") ;;
+  esac
+done
+
 BUILD="${KL_BUILD_DIR:-${KL_BUILD:-build}}"
 JOBS="${KL_JOBS:-$(nproc)}"
-TOOLS="${KL_TOOLS:-memcheck racecheck synccheck}"
-SAN_TIMEOUT="${KL_SAN_TIMEOUT:-600}"  # seconds per tool and bench; a hang counts as a failure (exit 124)
-SAN="${KL_SANITIZER:-$(command -v compute-sanitizer || true)}"
-for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-  if [ -z "$SAN" ] && [ -x "$c" ]; then SAN="$c"; fi
+TOOLS="${KL_TOOLS:-memcheck racecheck synccheck initcheck}"
+for tool in $TOOLS; do
+  case "$tool" in
+    memcheck | racecheck | synccheck | initcheck) ;;
+    *) die "KL_TOOLS: unknown tool '$tool' (memcheck, racecheck, synccheck, initcheck)" ;;
+  esac
 done
-[ -n "$SAN" ] || die "compute-sanitizer not found (it ships with the CUDA toolkit; set KL_SANITIZER)"
-mkdir -p "$OUT"
-kl_build
-LOGS="$BUILD/sanitizer"
-mkdir -p "$LOGS"
+if [ -n "${KL_SAN_TIMEOUT:-}" ]; then
+  case "$KL_SAN_TIMEOUT" in '' | *[!0-9]*) die "KL_SAN_TIMEOUT must be a number of seconds" ;; esac
+fi
+# Seconds per tool and bench; a hang counts as a failure. racecheck is by far the slowest tool.
+timeout_for() {
+  if [ -n "${KL_SAN_TIMEOUT:-}" ]; then echo "$KL_SAN_TIMEOUT"
+  elif [ "$1" = racecheck ]; then echo 600
+  else echo 240
+  fi
+}
 
-# Small shapes per family (named dims), chosen so every rung's supports() accepts at least one,
-# including the odd/unaligned path, the split-K / Stream-K and split-KV paths and GQA.
+# Shapes per family (named dims, as the bench parses them), chosen from the rungs' supports() so that
+# every rung accepts at least one of them on an H200 (132 SMs):
+#   rmsnorm  rows=700: >= 4 x SMs aligned rows for the persistent rungs 06 / 07 and fused 04;
+#            cols=999: odd rows (the scalar paths; the vector rungs 02 / 03 refuse it); 64 x 4096:
+#            few rows, split over a cluster (05 / 08, fused 03 / 05).
+#   softmax  rows=300,cols=4096: >= 2 x SMs rows of 128..512 threads (rung 06); rows=8,cols=8192:
+#            the 256-thread bf16 class of rung 08; 64 x 4096: a row split over a cluster (rung 05);
+#            33 x 999: odd rows.
+#   sgemm    256 x 256 takes every tile's divisibility path; K kept short (racecheck) except K=288:
+#            4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage).
+#   gemm_bf16  M=16 with K=1024 reaches the decode and split-K paths; 130 x 72 x 96 the ragged tiles.
+#   attention  square causal and not, D=64 GQA 2 with Sq < Skv, and a light decode step (B=2, Hq=4,
+#            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4).
 shapes_for() {
   case "$1" in
-    rmsnorm | swiglu | softmax)
-      echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=1000" ;;
-    sgemm)  # 256x256 takes every tile's divisibility path; K kept short (racecheck is ~1000x slower)
-      # except K=288: 4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage)
+    rmsnorm)
+      echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=999 --shape rows=700,cols=1000" ;;
+    swiglu)
+      echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=999" ;;
+    softmax)
+      echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=999" \
+           "--shape rows=300,cols=4096 --shape rows=8,cols=8192" ;;
+    sgemm)
       echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;
-    gemm_bf16)  # M=16 with K=1024 reaches the decode and split-K paths
+    gemm_bf16)
       echo "--dtype bf16 --shape M=256,N=256,K=256 --shape M=16,N=512,K=1024 --shape M=130,N=72,K=96" ;;
     attention)
       echo "--dtype bf16 --shape B=1,Hq=4,Hkv=4,Sq=256,Skv=256,D=128,causal=0" \
            "--shape B=1,Hq=4,Hkv=4,Sq=256,Skv=256,D=128,causal=1" \
            "--shape B=1,Hq=4,Hkv=2,Sq=192,Skv=320,D=64,causal=1" \
            "--shape B=2,Hq=4,Hkv=1,Sq=1,Skv=600,D=128,causal=0" ;;
-    peak) echo "--quick" ;;
-    *) echo "--quick" ;;
+    *) echo "--quick" ;;  # bench_peak (no rung table) and anything else
   esac
 }
+# The bench arguments: shapes, every rung, one timed launch, one input copy (no rotation sets: the
+# sanitizers track every byte), a fixed seed.
+args_for() {
+  local fam="$1"
+  shapes_for "$fam"
+  if [ "$fam" != peak ]; then echo "--variant all --no-rotate"; fi
+  echo "--iters 1 --warmup 0 --seed 1"
+}
 
-BENCHES=()
-if [ $# -gt 0 ]; then
-  for b in "$@"; do BENCHES+=("$BUILD/$(basename "$b")"); done
-else
-  for b in "$BUILD"/bench_*; do
-    if [ -f "$b" ] && [ -x "$b" ]; then BENCHES+=("$b"); fi
+# The benches: the names given, else every bench_* of the build (or of bench/*.cu in a dry run
+# before any build).
+bench_list() {
+  if [ ${#NAMES[@]} -gt 0 ]; then
+    printf '%s\n' "${NAMES[@]}"
+  elif compgen -G "$BUILD/bench_*" >/dev/null; then
+    for b in "$BUILD"/bench_*; do
+      if [ -f "$b" ] && [ -x "$b" ]; then basename "$b"; fi
+    done
+  else
+    for s in bench/bench_*.cu; do basename "$s" .cu; done
+  fi
+}
+
+# `bench --list` as "table number name" lines (table: the first word of a table's title line;
+# bench_peak prints no rung lines).
+rungs_of() {
+  "$1" --list 2>/dev/null | awk '
+    /^[^ ]/ { table = $1; next }
+    /^  [0-9]+  / { print table, $1, $2 }'
+}
+
+SAN="${KL_SANITIZER:-$(command -v compute-sanitizer || true)}"
+for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  if [ -z "$SAN" ] && [ -x "$c" ]; then SAN="$c"; fi
+done
+
+if [ "$DRY" = 1 ]; then
+  say "dry run: build $BUILD, tools: $TOOLS, sanitizer: ${SAN:-not found}"
+  mapfile -t BL < <(bench_list)
+  for name in "${BL[@]}"; do
+    fam="${name#bench_}"
+    if [ -x "$BUILD/$name" ]; then
+      n=$(rungs_of "$BUILD/$name" | wc -l)
+      say "$name: $n rungs to cover ($(rungs_of "$BUILD/$name" | awk '{printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $2}'))"
+    else
+      say "$name: not built yet (its rungs come from --list after the build)"
+    fi
+    for tool in $TOOLS; do
+      # shellcheck disable=SC2046
+      echo "  timeout $(timeout_for "$tool") compute-sanitizer --tool $tool --error-exitcode 99 $BUILD/$name" \
+        $(args_for "$fam") "--out $BUILD/sanitizer/$tool-$name.jsonl"
+    done
   done
+  exit 0
 fi
-[ ${#BENCHES[@]} -gt 0 ] || die "no bench binaries in $BUILD"
+
+kl_require_gpu
+[ -n "$SAN" ] || die "compute-sanitizer not found (it ships with the CUDA toolkit; set KL_SANITIZER)"
+command -v python3 >/dev/null 2>&1 || die "python3 not found (it reads the benches' JSON rows)"
+OUT="${KL_RESULTS_DIR:-results/$SLUG}"
+mkdir -p "$OUT"
+if [ "${KL_NO_BUILD:-0}" = 1 ]; then say "KL_NO_BUILD=1: using $BUILD as built"; else kl_build; fi
+LOGS="$BUILD/sanitizer"
+mkdir -p "$LOGS"
+mapfile -t BL < <(bench_list)
+[ ${#BL[@]} -gt 0 ] || die "no bench binaries in $BUILD"
+for name in "${BL[@]}"; do [ -x "$BUILD/$name" ] || die "no bench binary $BUILD/$name"; done
 
 SUMMARY="${SANITIZE_OUT:-$OUT/sanitizer.txt}"
 mkdir -p "$(dirname "$SUMMARY")"
 TMP="$SUMMARY.tmp"
+COMMIT="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-dirty"; fi
 {
-  echo "# compute-sanitizer sweep (scripts/sanitize.sh)"
-  echo "# $GPU_NAME, driver $DRIVER, $("$SAN" --version 2>/dev/null | grep -i version | head -n1)"
-  echo "# commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "# every rung (--variant all) at small shapes, --iters 1 --warmup 0; logs in $LOGS/"
-  printf '%-10s %-18s %7s %6s %6s %5s %5s  %s\n' tool bench errors exit secs rows skips args
+  echo "# compute-sanitizer sweep (scripts/sanitize.sh): every rung of every bench, tools: $TOOLS"
+  echo "# GPU: $GPU_NAME, driver $DRIVER"
+  echo "# sanitizer: $("$SAN" --version 2>/dev/null | grep -i version | head -n1)"
+  echo "# commit: $COMMIT"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "# One process per tool and bench runs every rung (--variant all) and the entry point (auto) on"
+  echo "# its family's shapes (the arguments of each process are listed at the end). compute-sanitizer"
+  echo "# counts errors per process: each line carries the count of the process that ran it (a non-zero"
+  echo "# count marks every line of that process; its log names the kernel). Logs and rows: $LOGS/"
+  echo "#"
+  printf '%-10s %-16s %-12s %-30s %-5s %-48s %s\n' tool bench op rung dtype shape errors
 } >"$TMP"
 
 TOTAL=0
 BAD=()
-export KL_NO_RAMP=1  # the 300 ms clock ramp is pointless under a sanitizer (honoured if the harness reads it)
+RUNS=()
+export KL_NO_RAMP=1  # the harness skips its clock ramp: pointless under a sanitizer
+unset KL_GEMM_EXP     # the ladder's table, without the gemm_bf16 experiment rows
 for tool in $TOOLS; do
-  for b in "${BENCHES[@]}"; do
-    name="$(basename "$b")"
+  for name in "${BL[@]}"; do
+    b="$BUILD/$name"
     fam="${name#bench_}"
-    read -r -a args <<<"$(shapes_for "$fam")"
-    if [ "$fam" != peak ]; then args+=(--variant all); fi
-    args+=(--iters 1 --warmup 0 --seed 1)
+    read -r -a args <<<"$(args_for "$fam" | tr '\n' ' ')"
     log="$LOGS/$tool-$name.log"
     rows="$LOGS/$tool-$name.jsonl"
+    list="$LOGS/$name.rungs"
     : >"$rows"
-    say "$tool $name ${args[*]}"
+    if ! rungs_of "$b" >"$list"; then
+      BAD+=("$tool $name: '$name --list' failed")
+    elif [ "$fam" != peak ] && [ ! -s "$list" ]; then
+      BAD+=("$tool $name: '$name --list' names no rung")
+    fi
+    to=$(timeout_for "$tool")
+    say "$tool $name (timeout $to s): ${args[*]}"
     t=$(date +%s)
-    timeout -k 5 "$SAN_TIMEOUT" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
+    timeout -k 10 "$to" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
       "$b" "${args[@]}" --out "$rows" >"$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - t ))
-    # "========= ERROR SUMMARY: 3 errors"; racecheck also prints hazards in its own summary.
+    # "========= ERROR SUMMARY: 3 errors"; racecheck prints "RACECHECK SUMMARY: H hazards displayed
+    # (E errors, W warnings)" instead.
     errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
-    # racecheck prints "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)" instead.
     if [ -z "$errs" ]; then
       errs=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
     fi
-    if [ -z "$errs" ]; then errs="?"; fi
+    if [ -z "$errs" ]; then errs="?"; fi  # no summary: the process died, or the log is not ours
     nrows=$(grep -c . "$rows" 2>/dev/null || true)
-    skips=$(grep -ci 'skip' "$log" || true)
-    printf '%-10s %-18s %7s %6s %6s %5s %5s  %s\n' "$tool" "$name" "$errs" "$rc" "$secs" "$nrows" "$skips" \
-      "${args[*]}" >>"$TMP"
-    if [ "$errs" != 0 ] || [ $rc -ne 0 ]; then
-      BAD+=("$tool $name: errors=$errs exit=$rc (log $log)")
-      say "$tool $name: errors=$errs exit=$rc — see $log"
+    RUNS+=("$(printf '%-10s %-16s errors %-3s exit %-3s %5ss %4s rows  %s' "$tool" "$name" "$errs" "$rc" \
+      "$secs" "$nrows" "${args[*]}")")
+    why=""
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then why="timed out after $to s (a hang counts as a failure)"
+    elif [ $rc -eq 99 ]; then why="sanitizer errors"
+    elif [ $rc -ne 0 ]; then why="exit $rc (a validation failed or the bench stopped)"
+    elif [ "$errs" != 0 ]; then why="errors=$errs"
+    fi
+    # One line per validated row (rung x dtype x shape) with this process's error count; rungs that
+    # --list names but no validated row covers are reported on stderr and fail the sweep.
+    missing=$(python3 - "$list" "$rows" "$tool" "$name" "$errs" 2>&1 >>"$TMP" <<'PY'
+import json, sys
+listing, rows_path, tool, bench, errs = sys.argv[1:6]
+tables = {}  # table -> {number: name}
+for line in open(listing):
+    t, num, nm = line.split()
+    tables.setdefault(t, {})[int(num)] = nm
+rows = []
+for line in open(rows_path):
+    line = line.strip()
+    if not line:
+        continue
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue  # a line cut short by a killed process
+    if r.get("impl") == "kl" and r.get("validated"):
+        rows.append(r)
+seen = set()
+for r in rows:
+    # One table: every row is its (attention's rows are op "attention" or "decode"); several
+    # (rmsnorm, add_rmsnorm): the row's op names it.
+    t = next(iter(tables)) if len(tables) == 1 else r.get("op")
+    v = r.get("variant", -1)
+    if v >= 0:
+        seen.add((t, v))
+        rung = "%02d %s" % (v, r.get("variant_name", ""))
+    else:
+        seen.add((t, "auto"))
+        rung = "auto -> %s" % r.get("notes", {}).get("picked", "?")
+    print("%-10s %-16s %-12s %-30s %-5s %-48s %s" % (tool, bench, r.get("op", ""), rung,
+          r.get("dtype", ""), r.get("shape_str", ""), errs))
+for t, rungs in tables.items():
+    for num, nm in sorted(rungs.items()):
+        if (t, num) not in seen:
+            print("%s rung %02d %s: no validated row" % (t, num, nm), file=sys.stderr)
+    if (t, "auto") not in seen:
+        print("%s auto (the entry point): no validated row" % t, file=sys.stderr)
+PY
+    )
+    pyrc=$?
+    if [ $pyrc -ne 0 ]; then missing="${missing:+$missing; }could not read the rows (python exit $pyrc)"; fi
+    if [ -n "$missing" ]; then
+      while IFS= read -r m; do BAD+=("$tool $name: $m"); done <<<"$missing"
+      say "$tool $name: rungs without a validated row:"
+      printf '  %s\n' "$missing"
+    fi
+    if [ -n "$why" ]; then
+      BAD+=("$tool $name: $why (log $log)")
+      say "$tool $name: $why — see $log"
     fi
     if [ "$errs" != "?" ]; then TOTAL=$((TOTAL + errs)); fi
   done
 done
 {
+  echo "#"
+  echo "# processes:"
+  printf '#   %s\n' "${RUNS[@]}"
   echo "total errors: $TOTAL"
-  if [ ${#BAD[@]} -gt 0 ]; then printf 'not clean: %s\n' "${BAD[@]}"; else echo "clean: every tool, every bench"; fi
+  if [ ${#BAD[@]} -gt 0 ]; then
+    printf 'NOT CLEAN: %s\n' "${BAD[@]}"
+  else
+    echo "clean: every tool, every rung of every bench, 0 errors"
+  fi
 } >>"$TMP"
 mv "$TMP" "$SUMMARY"
-cat "$SUMMARY"
-say "wrote $SUMMARY"
+grep -v '^[a-z]*check ' "$SUMMARY"
+say "wrote $SUMMARY ($(grep -c '^[a-z]*check ' "$SUMMARY") rung x shape lines)"
 [ ${#BAD[@]} -eq 0 ]
