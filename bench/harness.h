@@ -96,7 +96,7 @@ Shape parse_shape(const std::string& s, const std::vector<std::string>& dims,
 template <class Args>
 std::vector<const Rung<Args>*> select_rungs(const std::vector<Rung<Args>>& table,
                                             const std::string& spec, bool* want_auto);
-// Prints the table for --list (number, name, change) to stdout.
+// Prints the table for --list (number, parent, name, change) to stdout.
 template <class Args>
 void print_rungs(const std::vector<Rung<Args>>& table, const std::string& title);
 
@@ -247,6 +247,7 @@ struct Row {
   int variant = -1;                 // rung number; -1 for "auto" and for references
   std::string variant_name;         // rung name, "auto", or the reference's name
   std::string change;               // the rung's one change (from the registry)
+  int parent = -1;                  // the rung it changes (from the registry); -1: none or not a rung
   std::string dtype;                // "f32", "bf16"
   Shape shape;
   Timing t;
@@ -319,6 +320,7 @@ const Rung<Args>* label_row(Row& r, Reporter& rep, const Rung<Args>* rung, bool 
   r.variant = rung->number;
   r.variant_name = rung->name;
   r.change = rung->change;
+  r.parent = rung->parent;
   const std::string why = rung->supports(a, dev);
   if (!why.empty()) {
     rep.skip("rung " + std::to_string(rung->number) + " " + what, why);
@@ -370,8 +372,12 @@ std::vector<const Rung<Args>*> select_rungs(const std::vector<Rung<Args>>& table
 template <class Args>
 void print_rungs(const std::vector<Rung<Args>>& table, const std::string& title) {
   std::printf("%s\n", title.c_str());
-  for (const auto& r : table) std::printf("  %02d  %-24s %s\n", r.number, r.name, r.change);
-  std::printf("  --  %-24s %s\n", "auto", "the entry point: the best supported rung for the shape");
+  std::printf("  rung parent %-24s change from the parent\n", "name");
+  for (const auto& r : table) {
+    const std::string parent = r.parent < 0 ? "--" : (r.parent < 10 ? "0" : "") + std::to_string(r.parent);
+    std::printf("  %02d   %-6s %-24s %s\n", r.number, parent.c_str(), r.name, r.change);
+  }
+  std::printf("  --   %-6s %-24s %s\n", "", "auto", "the entry point: the best supported rung for the shape");
 }
 
 }  // namespace kl::bench

@@ -40,6 +40,7 @@ std::string row_to_json(const Row& r, const DeviceInfo& d, const RunInfo& ri) {
   j["variant"] = r.variant;
   j["variant_name"] = r.variant_name;
   j["change"] = r.change;
+  if (r.impl == "kl" && r.variant >= 0) j["parent"] = r.parent;
   j["dtype"] = r.dtype;
   ojson shape = ojson::object();
   for (const auto& kv : r.shape.dims) shape[kv.first] = kv.second;

@@ -117,12 +117,12 @@ bench_list() {
   fi
 }
 
-# `bench --list` as "table number name" lines (table: the first word of a table's title line;
+# `bench --list` (number, parent, name, change) as "table number name" lines (table: the first word of a table's title line;
 # bench_peak prints no rung lines).
 rungs_of() {
   "$1" --list 2>/dev/null | awk '
     /^[^ ]/ { table = $1; next }
-    /^  [0-9]+  / { print table, $1, $2 }'
+    /^  [0-9]+  / { print table, $1, $3 }'
 }
 
 SAN="${KL_SANITIZER:-$(command -v compute-sanitizer || true)}"

@@ -9,6 +9,7 @@
 #include "bench/attention_check.h"
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
+#include "tests/gpu_test.h"
 
 namespace kl::test {
 
@@ -72,6 +73,14 @@ inline std::string describe(const bench::ErrStats& e, const AttentionArgs& a,
          " nonfinite=" + std::to_string(e.nonfinite) + " worst at " +
          bench::attention_where(a, c, e.worst) + " got=" + std::to_string(e.worst_got) +
          " ref=" + std::to_string(e.worst_ref);
+}
+
+// The verdict on attention_check_output()'s statistics (element tolerance and the relative-L2 gate
+// of c.tol, through the shared kl::test::verdict), the worst element named by (b, hq, i, d).
+inline ::testing::AssertionResult attention_verdict(const bench::ErrStats& e, const AttentionArgs& a,
+                                                    const bench::AttentionCheck& c,
+                                                    const std::string& what) {
+  return verdict(e, c.tol, what, [&](size_t i) { return bench::attention_where(a, c, i); });
 }
 
 }  // namespace kl::test

@@ -1,7 +1,7 @@
 // tests/gemm_bf16_test_util.h — the bf16 GEMM test problem shared by the GPU tests of that family:
 // random bf16 A [M, K] and W [N, K] on the host and the device, an optional workspace, a poisoned C,
 // and a check of EVERY entry against a double product (cached per shape and seed, since several
-// rungs check the same problem).
+// rungs check the same problem) with the shared element bound and relative-L2 gate.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -20,6 +20,7 @@
 #include "kernels/common/device.h"
 #include "kernels/common/dtype.h"
 #include "kernels/gemm_bf16/gemm_bf16.h"
+#include "tests/gpu_test.h"
 
 namespace kl::test {
 
@@ -95,32 +96,44 @@ struct GemmProblem {
       }
     return cache.emplace(key, std::move(ref)).first->second;
   }
-  // Every entry against the double product: "" or the first bad entries, how many there are, and
-  // which rows / columns they hit (with the 128 x 256 tile rows / columns of the Hopper rungs).
+  // The element bound: one bf16 rounding of the output (1e-2 |ref| allows two) plus fp32
+  // accumulation slack growing with sqrt(K); with the relative-L2 gate of bf16 outputs.
+  static bench::Tolerance tolerance_for(int K) {
+    return bench::Tolerance{2e-3 * std::sqrt(double(K)) + 1e-3, 1e-2, kBf16RelL2};
+  }
+  bench::Tolerance tolerance() const { return tolerance_for(K); }
+  // Every entry against the double product (kl::test::check_close: element bound and relative-L2
+  // gate): "" or the verdict, with the rows / columns the bad entries hit (and the 128 x 256 tile
+  // rows / columns of the Hopper rungs) and the first few of them.
   std::string check(const std::vector<uint16_t>& c) const {
     const std::vector<double>& refs = reference();
+    const bench::Tolerance tol = tolerance();
+    std::vector<float> got(c.size());
+    for (size_t i = 0; i < c.size(); ++i) got[i] = bf16_bits_to_float(c[i]);
+    const std::string shape = std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    const ::testing::AssertionResult ok = check_close(got, refs, tol, shape, [this](size_t i) {
+      return "C[" + std::to_string(i / N) + "][" + std::to_string(i % N) + "]";
+    });
+    if (ok) return "";
     long long bad = 0;
     std::ostringstream s;
     int min_r = M, max_r = -1, min_c = N, max_c = -1;
     for (int r = 0; r < M; ++r)
       for (int n = 0; n < N; ++n) {
-        const double ref = refs[size_t(r) * N + n];
-        const float got = bf16_bits_to_float(c[size_t(r) * N + n]);
-        const double tol = 1e-2 * std::fabs(ref) + 2e-3 * std::sqrt(double(K)) + 1e-3;
-        if (!(std::fabs(got - ref) <= tol)) {
-          if (bad < 6) s << "  C[" << r << "][" << n << "] = " << got << ", expected " << ref << "\n";
-          ++bad;
-          min_r = std::min(min_r, r), max_r = std::max(max_r, r);
-          min_c = std::min(min_c, n), max_c = std::max(max_c, n);
-        }
+        const size_t i = size_t(r) * N + n;
+        if (!outside(got[i], refs[i], tol)) continue;
+        if (bad < 6) s << "  C[" << r << "][" << n << "] = " << got[i] << ", expected " << refs[i] << "\n";
+        ++bad;
+        min_r = std::min(min_r, r), max_r = std::max(max_r, r);
+        min_c = std::min(min_c, n), max_c = std::max(max_c, n);
       }
-    if (!bad) return "";
     std::ostringstream h;
-    h << M << "x" << N << "x" << K << ": " << bad << " of " << (long long)M * N
-      << " entries wrong; rows " << min_r << ".." << max_r << " (128-row tiles " << min_r / 128 << ".."
-      << max_r / 128 << "), cols " << min_c << ".." << max_c << " (256-col tiles " << min_c / 256
-      << ".." << max_c / 256 << ")\n"
-      << s.str();
+    h << ok.message() << "\n";
+    if (bad)
+      h << "bad entries in rows " << min_r << ".." << max_r << " (128-row tiles " << min_r / 128
+        << ".." << max_r / 128 << "), cols " << min_c << ".." << max_c << " (256-col tiles "
+        << min_c / 256 << ".." << max_c / 256 << ")\n"
+        << s.str();
     return h.str();
   }
 };

@@ -12,6 +12,7 @@
 #include "bench/harness.h"
 #include "kernels/common/check.h"
 #include "kernels/common/dtype.h"
+#include "tests/gpu_test.h"
 
 namespace kl::rowops_test {
 
@@ -58,18 +59,15 @@ inline std::vector<float> random_values(size_t n, float lo, float hi, uint64_t s
   return v;
 }
 
-// Full comparison with the bench's per-dtype tolerance; on failure names the (row, col).
+// Full comparison with the bench's per-dtype tolerance (element bound and relative-L2 gate, through
+// the shared kl::test::verdict); on failure names the worst (row, col).
 inline ::testing::AssertionResult close(const std::vector<float>& got,
                                         const std::vector<double>& ref, DType t, int cols,
                                         const std::string& what) {
-  const bench::ErrStats e =
-      bench::compare(got.data(), ref.data(), got.size(), bench::default_tolerance(t));
-  if (e.ok) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": worst element row " << e.worst / cols << " col " << e.worst % cols
-         << " got " << e.worst_got << " ref " << e.worst_ref << "; " << e.bad << " bad, "
-         << e.nonfinite << " non-finite of " << e.n << " (max_abs " << e.max_abs << ", max_rel "
-         << e.max_rel << ", rel_l2 " << e.rel_l2 << ")";
+  const bench::Tolerance tol = bench::default_tolerance(t);
+  return test::check_close(got.data(), ref.data(), got.size(), tol, what, [cols](size_t i) {
+    return "row " + std::to_string(i / cols) + " col " + std::to_string(i % cols);
+  });
 }
 
 }  // namespace kl::rowops_test

@@ -117,7 +117,7 @@ TEST(RmsnormConfig, ClusterSizeFromShape) {
   EXPECT_EQ(pick_cluster(DType::bf16, 64, 8192, 32, 132), 8);
   EXPECT_EQ(pick_cluster(DType::bf16, 1, 8192, 32, 132), 8);      // one row: 8 blocks of 1024 cols
   EXPECT_EQ(pick_cluster(DType::bf16, 64, 131072, 32, 132), 8);   // 4 fits; 8 fills the SMs
-  // 4 fits and fills the SMs (round 1 also halved 1024-thread blocks: measured slower, dropped).
+  // 4 fits and fills the SMs (also halving 1024-thread blocks was measured slower, so it is not done).
   EXPECT_EQ(pick_cluster(DType::bf16, 1024, 131072, 32, 132), 4);
   EXPECT_EQ(pick_cluster(DType::f32, 4096, 16384, 32, 132), 1);   // 512 threads x 32 elements
   EXPECT_EQ(pick_cluster(DType::f32, 4096, 16384, 16, 132), 1);   // fused: 1024-thread blocks

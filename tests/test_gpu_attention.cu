@@ -37,8 +37,6 @@ const std::vector<Case> kCases = {
     {1, 2, 1, 260, 400, 128, true},    // causal, Sq < Skv, GQA, 3 query tiles: diagonal in each m-tile
 };
 
-using kl::test::describe;
-
 // The shared problem plus the workspace every rung of this table may use.
 struct Problem : kl::test::AttnProblem {
   DeviceBuffer ws;
@@ -60,6 +58,7 @@ TEST(AttentionGpu, EveryRungMatchesReference) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
   uint64_t seed = 1234;
+  kl::test::RungCoverage cov(attention_rungs());
   for (const Case& c : kCases) {
     Problem p = make_problem(c, seed++);
     const AttentionArgs a = p.args();
@@ -71,15 +70,17 @@ TEST(AttentionGpu, EveryRungMatchesReference) {
         // Part-1 rungs take every valid shape on sm_80+; later rungs may decline with a reason.
         EXPECT_GT(r.number, 3) << what << " refused: " << why;
         std::printf("  [skip] %s: %s\n", what.c_str(), why.c_str());
+        cov.refused(r.number, c.str(), why);
         continue;
       }
       poison(p.o.ptr, 2 * p.nQ);
       launch_checked(r, a, 0);
       KL_CHECK(cudaDeviceSynchronize());
-      const ErrStats e = attention_check_output(a, chk);
-      EXPECT_TRUE(e.ok) << what << ": " << describe(e, a, chk);
+      EXPECT_TRUE(kl::test::attention_verdict(attention_check_output(a, chk), a, chk, what));
+      cov.ran(r.number);
     }
   }
+  EXPECT_TRUE(cov.every_rung_ran());
 }
 
 TEST(AttentionGpu, EntryPointWithAndWithoutWorkspace) {
@@ -93,10 +94,11 @@ TEST(AttentionGpu, EntryPointWithAndWithoutWorkspace) {
       poison(p.o.ptr, 2 * p.nQ);
       attention(a, 0);
       KL_CHECK(cudaDeviceSynchronize());
-      const ErrStats e = attention_check_output(a, chk);
       const Rung<AttentionArgs>* r = attention_pick(a, device_info());
-      EXPECT_TRUE(e.ok) << "attention() (picked rung " << (r ? r->number : -1) << ", workspace "
-                        << (ws ? "given" : "none") << ") on " << c.str() << ": " << describe(e, a, chk);
+      EXPECT_TRUE(kl::test::attention_verdict(
+          attention_check_output(a, chk), a, chk,
+          "attention() (picked rung " + std::to_string(r ? r->number : -1) + ", workspace " +
+              (ws ? "given" : "none") + ") on " + c.str()));
     }
   }
 }

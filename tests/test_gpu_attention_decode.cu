@@ -34,7 +34,6 @@ const std::vector<Case> kCases = {
 };
 
 using Problem = kl::test::AttnProblem;
-using kl::test::describe;
 
 Problem make_problem(const Case& c, uint64_t seed) { return kl::test::make_attn_problem(c, seed); }
 
@@ -61,6 +60,7 @@ std::vector<uint16_t> download(const Problem& p) {
 TEST(AttentionDecode, RungsMatchReference) {
   KL_REQUIRE_GPU();
   uint64_t seed = 777;
+  kl::test::RungCoverage cov(attention_rungs(), {3, 9});
   for (const Case& c : kCases) {
     Problem p = make_problem(c, seed++);
     const size_t wsb = ws_size(c);
@@ -70,20 +70,24 @@ TEST(AttentionDecode, RungsMatchReference) {
       for (bool with_ws : {true, false}) {
         const AttentionArgs a = with_ws ? p.args(ws.ptr, wsb) : p.args(nullptr, 0);
         if (!supported(rung, a)) {
-          std::printf("  [skip] %s on %s: not supported here\n", name(rung).c_str(), c.str().c_str());
+          const std::string why = find_rung(attention_rungs(), std::to_string(rung))->supports(a, device_info());
+          std::printf("  [skip] %s on %s: %s\n", name(rung).c_str(), c.str().c_str(), why.c_str());
+          cov.refused(rung, c.str(), why);
           continue;
         }
+        if (rung >= 0) cov.ran(rung);
         // Garbage flags and partials (a fresh workspace is not cleared either).
         if (with_ws) KL_CHECK(cudaMemset(ws.ptr, 0xff, ws.bytes));
         poison(p.o.ptr, 2 * p.nQ);
         launch(rung, a, 0);
         KL_CHECK(cudaDeviceSynchronize());
-        const ErrStats e = attention_check_output(a, chk);
-        EXPECT_TRUE(e.ok) << name(rung) << " on " << c.str() << (with_ws ? "" : " (no workspace: unsplit)")
-                          << ": " << describe(e, a, chk);
+        EXPECT_TRUE(kl::test::attention_verdict(
+            attention_check_output(a, chk), a, chk,
+            name(rung) + " on " + c.str() + (with_ws ? "" : " (no workspace: unsplit)")));
       }
     }
   }
+  EXPECT_TRUE(cov.every_rung_ran());
 }
 
 // Repeated launches on one workspace that is never cleared: every launch gives the same bits
@@ -105,8 +109,8 @@ TEST(AttentionDecode, DeterministicWithoutClearingWorkspace) {
     poison(p1.o.ptr, 2 * p1.nQ);
     launch(rung, a1, st);
     KL_CHECK(cudaStreamSynchronize(st));
-    const ErrStats e = attention_check_output(a1, chk1);
-    EXPECT_TRUE(e.ok) << name(rung) << " on " << c1.str() << ": " << describe(e, a1, chk1);
+    EXPECT_TRUE(kl::test::attention_verdict(attention_check_output(a1, chk1), a1, chk1,
+                                            name(rung) + " on " + c1.str()));
     const std::vector<uint16_t> first = download(p1);
     auto expect_same = [&](const std::string& when) {
       const std::vector<uint16_t> again = download(p1);

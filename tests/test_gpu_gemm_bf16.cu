@@ -1,9 +1,10 @@
 // tests/test_gpu_gemm_bf16.cu — the bf16 GEMM ladder, part 1 (rungs 00-04) and the entry point.
 //
-// Every part-1 rung on small shapes with ragged tails against a CPU double product of the same
-// bf16 inputs; Stream-K bitwise identical across repeated launches (also replayed from a CUDA
-// graph, also with the workspace reused across shapes); refusals with a reason; the entry point on
-// odd shapes. Messages name the rung, the shape and the first bad element.
+// Every rung of the ladder on small shapes with ragged tails against a CPU double product of the
+// same bf16 inputs (element bound and relative-L2 gate), each rung on at least one shape; part 1's
+// Stream-K bitwise identical across repeated launches (also replayed from a CUDA graph, also with
+// the workspace reused across shapes); refusals with a reason; the entry point on odd shapes.
+// Messages name the rung, the shape and the worst element.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "kernels/gemm_bf16/gemm_bf16.h"
 #include "kernels/gemm_bf16/gemm_bf16_rungs.h"
 #include "kernels/common/dtype.h"
+#include "tests/gemm_bf16_test_util.h"
 #include "tests/gpu_test.h"
 
 namespace {
@@ -37,6 +39,7 @@ struct Problem {
   bf16 *A = nullptr, *W = nullptr, *C = nullptr;
   void* ws = nullptr;
   size_t ws_bytes = 0;
+  mutable std::vector<double> full_ref;  // the whole product, once a full check needs it
   explicit Problem(Shape3 sh, uint64_t seed = 1) : s(sh) {
     std::mt19937_64 rng(seed * 7919 + sh.M * 131 + sh.N * 17 + sh.K);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -86,21 +89,31 @@ struct Problem {
     cudaMemcpy(h.data(), C, 2 * h.size(), cudaMemcpyDeviceToHost);
     return h;
   }
-  // Checks every element (or `samples` random ones when > 0). Returns "" or the first failure.
-  std::string check(int samples = 0) const {
+  // One bf16 rounding of the output (2^-9 relative) plus fp32 accumulation slack; with the
+  // relative-L2 gate of bf16 outputs.
+  static bench::Tolerance part1_tolerance() { return {2e-3, 1e-2, kl::test::kBf16RelL2}; }
+  // Checks every element (or `samples` random ones when > 0, the two corners first) with
+  // kl::test::check_close: "" or the verdict, naming the worst element.
+  std::string check(int samples = 0, const bench::Tolerance& tol = part1_tolerance()) const {
     std::vector<uint16_t> h = download();
     std::mt19937 rng(5);
     const size_t n = samples > 0 ? size_t(samples) : h.size();
-    for (size_t t = 0; t < n; ++t) {
-      size_t e = samples > 0 ? (t < 2 ? (t == 0 ? 0 : h.size() - 1) : rng() % h.size()) : t;
-      const int i = static_cast<int>(e / s.N), j = static_cast<int>(e % s.N);
-      const double want = ref(i, j), got = bf16_bits_to_float(h[e]);
-      // One bf16 rounding of the output (2^-9 relative) plus fp32 accumulation slack.
-      if (!(std::fabs(got - want) <= 2e-3 + 1e-2 * std::fabs(want)))
-        return "C[" + std::to_string(i) + "," + std::to_string(j) + "] = " + std::to_string(got) +
-               ", want " + std::to_string(want);
+    std::vector<size_t> at(n);
+    std::vector<float> got(n);
+    std::vector<double> want(n);
+    if (samples <= 0 && full_ref.empty()) {  // every entry: computed once per problem
+      full_ref.resize(h.size());
+      for (size_t e = 0; e < h.size(); ++e) full_ref[e] = ref(static_cast<int>(e / s.N), static_cast<int>(e % s.N));
     }
-    return "";
+    for (size_t t = 0; t < n; ++t) {
+      at[t] = samples > 0 ? (t < 2 ? (t == 0 ? 0 : h.size() - 1) : rng() % h.size()) : t;
+      got[t] = bf16_bits_to_float(h[at[t]]);
+      want[t] = samples > 0 ? ref(static_cast<int>(at[t] / s.N), static_cast<int>(at[t] % s.N)) : full_ref[t];
+    }
+    const ::testing::AssertionResult ok = kl::test::check_close(
+        got, want, tol, str(s) + (samples > 0 ? " (" + std::to_string(n) + " sampled)" : ""),
+        [&](size_t t) { return "C[" + std::to_string(at[t] / s.N) + "," + std::to_string(at[t] % s.N) + "]"; });
+    return ok ? "" : ok.message();
   }
 };
 
@@ -120,26 +133,37 @@ TEST(GemmBf16, TableListsPart1InOrder) {
   }
 }
 
-TEST(GemmBf16, EveryPart1RungMatchesCpu) {
+// Every rung of the ladder (experiment rows, numbered 30+, have their own test) on every shape it
+// takes; each rung must take at least one. Part-1 rungs: only rung 00 may refuse (it needs
+// multiples of 16), checked with the part-1 bound; the Hopper rungs (sm_90a), which may refuse a
+// shape outside their domain (decode rungs: M <= 64), with the bound of their own tests
+// (kl::test::GemmProblem::tolerance()).
+TEST(GemmBf16, EveryRungMatchesCpu) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
+  kl::test::RungCoverage cov(table(), 30);
   for (const Shape3& sh : kShapes) {
     Problem p(sh);
-    for (int r = 0; r <= 4; ++r) {
-      const auto& rung = table()[r];
+    const size_t n = size_t(sh.M) * sh.N;
+    for (const auto& rung : table()) {
+      if (rung.number >= 30) continue;
+      const int r = rung.number;
       const std::string why = rung.supports(p.args(), d);
       if (!why.empty()) {
-        // Only rung 00 may refuse these shapes (it needs multiples of 16).
-        EXPECT_EQ(r, 0) << "rung " << r << " refused " << str(sh) << ": " << why;
+        EXPECT_TRUE(r == 0 || r >= 5) << "rung " << r << " refused " << str(sh) << ": " << why;
+        cov.refused(r, str(sh), why);
         continue;
       }
       p.poison();
       ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << "rung " << r << " " << str(sh);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung " << r << " " << str(sh);
-      const std::string bad = p.check();
-      EXPECT_EQ(bad, "") << "rung " << r << " (" << rung.name << ") on " << str(sh);
+      kl::test::sync_or_die("rung " + std::to_string(r) + " (" + rung.name + ") at " + str(sh));
+      const bench::Tolerance tol =
+          r <= 4 ? Problem::part1_tolerance() : kl::test::GemmProblem::tolerance_for(sh.K);
+      EXPECT_EQ(p.check(n > 200000 ? 20000 : 0, tol), "") << "rung " << r << " (" << rung.name << ")";
+      cov.ran(r);
     }
   }
+  EXPECT_TRUE(cov.every_rung_ran());
 }
 
 // The 128x256 tile (Tile::L: one CTA per SM, so its interior tiles copy through InteriorCopies,
@@ -344,7 +368,7 @@ TEST(GemmBf16, RefusesUnsupportedWithReason) {
 }
 
 // The pick follows the measured per-class lists: never an experiment row, never the cluster
-// multicast rungs (09, 13: 40% slower everywhere measured), always a rung that supports the shape.
+// multicast rungs (09, 13: slower on every measured shape), always a rung that supports the shape.
 TEST(GemmBf16, PickSkipsSlowAndExperimentRungs) {
   KL_REQUIRE_GPU();
   const std::vector<Shape3> shapes = {{1, 4096, 4096},   {16, 11008, 4096}, {64, 11008, 4096},

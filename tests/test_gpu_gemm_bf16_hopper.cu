@@ -35,6 +35,12 @@ using Problem = kl::test::GemmProblem;
 using kl::test::sync_or_die;
 
 
+std::vector<float> as_floats(const std::vector<uint16_t>& bf16) {
+  std::vector<float> f(bf16.size());
+  for (size_t i = 0; i < f.size(); ++i) f[i] = kl::bf16_bits_to_float(bf16[i]);
+  return f;
+}
+
 const kl::Rung<GemmBf16Args>* rung(int number) {
   for (const auto& r : kl::gemm_bf16_rungs())
     if (r.number == number) return &r;
@@ -55,6 +61,18 @@ std::string run_rung(int num, int M, int N, int K, uint64_t seed = 1) {
   std::string err = p.check(p.result());
   return err.empty() ? "" : "rung " + std::to_string(num) + " (" + r->name + ") " + err;
 }
+
+// A rung's refusal (`why` non-empty) skips the test only on a device that cannot run the sm_90a
+// rungs at all; on sm_90a every shape of these tests lies in the rung's domain, so there a refusal
+// fails the test (a rung that refused every shape would otherwise pass unseen).
+#define KL_SKIP_UNLESS_SM90A(why)                                                    \
+  do {                                                                               \
+    const std::string kl_refused_ = (why);                                           \
+    if (!kl_refused_.empty()) {                                                      \
+      if (!kl::require_sm90a(kl::device_info()).empty()) GTEST_SKIP() << kl_refused_; \
+      FAIL() << "refused on an sm_90a device: " << kl_refused_;                      \
+    }                                                                                \
+  } while (0)
 
 bool hopper_here(std::string* why) {
   *why = kl::require_sm90a(kl::device_info());
@@ -140,7 +158,7 @@ TEST_P(HopperRung, ShapesSmallestFirst) {
   KL_REQUIRE_GPU();
   for (const Dims& d : kHopperShapes) {
     std::string e = run_rung(GetParam(), d.M, d.N, d.K);
-    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] " << e;
   }
 }
@@ -164,7 +182,7 @@ TEST(GemmBf16Hopper, DecodeRungShapes) {
                         {1, 4096, 1024, "M = 1, 128 strips"}};
   for (const Dims& d : cases) {
     std::string e = run_rung(10, d.M, d.N, d.K);
-    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] " << e;
   }
 }
@@ -189,7 +207,7 @@ TEST(GemmBf16Hopper, DecodeSplitKRungShapes) {
                         {40, 2056, 4096, "ragged N, long K"}};
   for (const Dims& d : cases) {
     std::string e = run_rung(11, d.M, d.N, d.K);
-    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_11(d.M, d.N, d.K)
                            << ") " << e;
   }
@@ -222,7 +240,7 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedConfigs) {
     Problem p(sh.M, sh.N, sh.K, 5);
     const auto* r = rung(11);
     ASSERT_NE(r, nullptr);
-    if (!r->supports(p.args(), d).empty()) GTEST_SKIP() << r->supports(p.args(), d);
+    KL_SKIP_UNLESS_SM90A(r->supports(p.args(), d));
     for (const Cfg& c : cfgs) {
       p.poison();
       kl::hopper_gemm::launch_11_forced(p.args(), c.T, c.S, c.mode, c.pfx, 0);
@@ -243,7 +261,7 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
   KL_REQUIRE_GPU();
   for (int M : {5, 20, 64}) {
     Problem p(M, 1032, 4104, 9);
-    if (!rung(11)->supports(p.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 11 unsupported";
+    KL_SKIP_UNLESS_SM90A(rung(11)->supports(p.args(), kl::device_info()));
     for (int T : {13, 4})  // T = 4: the two warpgroups' k halves summed in a fixed order
       for (int S : {3, 6, 8}) {
         const std::string at = "T=" + std::to_string(T) + " S=" + std::to_string(S);
@@ -288,7 +306,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
                         {20, 32000, 136, "1000 strips: more CTAs than one wave holds"}};
   for (const Dims& d : cases) {
     std::string e = run_rung(15, d.M, d.N, d.K);
-    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_15(d.M, d.N) << ") " << e;
   }
   const Dims variant_cases[] = {{1, 264, 72, "9 strips (odd)"}, {8, 40, 1000, "M = 8"},
@@ -325,8 +343,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
                          {40, 8, 200, "N = 8: a split-M W half wholly past N"}};
   for (const Dims& d : shapes) {
     Problem p(d.M, d.N, d.K, 9);
-    if (!rung(15)->supports(p.args(), kl::device_info()).empty())
-      GTEST_SKIP() << rung(15)->supports(p.args(), kl::device_info());
+    KL_SKIP_UNLESS_SM90A(rung(15)->supports(p.args(), kl::device_info()));
     p.poison();
     kl::hopper_gemm::launch_15(p.args(), 0);
     sync_or_die(std::string("rung 15 at ") + d.what);
@@ -371,7 +388,7 @@ TEST(GemmBf16Hopper, SmallTilesShapes) {
                         {200, 8200, 136, "wide N, few tiles"}};
   for (const Dims& d : cases) {
     std::string e = run_rung(16, d.M, d.N, d.K);
-    if (e.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << e;
+    if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_16(d.M, d.N) << ") " << e;
     // Pairs of CTAs on one strip and two tiles, W multicast (row 78): the same bits (an odd tile
     // count leaves the last pair's second CTA wholly past M).
@@ -402,8 +419,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
   const std::pair<int, int> plans[] = {{1, 1}, {1, 1 << 20}, {2, 2}, {3, 2}, {4, 2}, {4, 1 << 20}};
   for (const Dims& sh : shapes) {
     Problem p(sh.M, sh.N, sh.K, 5);
-    if (!rung(15)->supports(p.args(), kl::device_info()).empty())
-      GTEST_SKIP() << rung(15)->supports(p.args(), kl::device_info());
+    KL_SKIP_UNLESS_SM90A(rung(15)->supports(p.args(), kl::device_info()));
     std::vector<uint16_t> first;
     for (auto [cps, wpre] : plans) {
       p.poison();
@@ -421,7 +437,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
 }
 
 // A decode rung under programmatic dependent launch on a created stream: GEMM 2 (16x264x4096)
-// consumes GEMM 1's output (16x4096x4096, ~10-17 us: long enough for GEMM 2's grid to launch
+// consumes GEMM 1's output (16x4096x4096: long enough for GEMM 2's grid to launch
 // early) as its activations, launched right behind it; both outputs poisoned (NaN) before each of
 // 3 repetitions. The rung may request W before griddepcontrol.wait, the activations only after.
 // GEMM 2 is checked against a CPU double product of what GEMM 1 produced.
@@ -430,7 +446,7 @@ void chained_pdl_check(int num, uint64_t seed) {
   ASSERT_NE(r, nullptr);
   Problem p1(16, 4096, 4096, seed);
   Problem p2(16, 264, 4096, seed + 1);
-  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung " << num << " unsupported";
+  KL_SKIP_UNLESS_SM90A(r->supports(p1.args(), kl::device_info()));
   cudaStream_t st;
   KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   GemmBf16Args a1 = p1.args(), a2 = p2.args();
@@ -444,17 +460,19 @@ void chained_pdl_check(int num, uint64_t seed) {
     const auto c1 = p1.result();
     EXPECT_TRUE(p1.check(c1).empty()) << "rung " << num << ", GEMM 1: " << p1.check(c1);
     const std::vector<uint16_t> c2 = p2.result();
-    long long bad = 0;
+    std::vector<double> ref(size_t(16) * 264);
     for (int m = 0; m < 16; ++m)
       for (int n = 0; n < 264; ++n) {
         double acc = 0;
         for (int k = 0; k < 4096; ++k)
           acc += double(kl::bf16_bits_to_float(c1[size_t(m) * 4096 + k])) *
                  double(kl::bf16_bits_to_float(p2.W[size_t(n) * 4096 + k]));
-        const float got = kl::bf16_bits_to_float(c2[size_t(m) * 264 + n]);
-        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad;
+        ref[size_t(m) * 264 + n] = acc;
       }
-    EXPECT_EQ(bad, 0) << "rung " << num << ": GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+    EXPECT_TRUE(kl::test::check_close(as_floats(c2), ref, {0.5, 1e-2, kl::test::kBf16RelL2},
+                                      "rung " + std::to_string(num) + ", GEMM 2 (rep " +
+                                          std::to_string(rep) + ")"))
+        << "GEMM 2 read GEMM 1's output too early?";
   }
   cudaStreamDestroy(st);
 }
@@ -476,7 +494,7 @@ TEST(GemmBf16Hopper, SmallTilesChainedPDL) {
   ASSERT_NE(r, nullptr);
   Problem p1(256, 4096, 1024, 41);
   Problem p2(128, 128, 4096, 42);
-  if (!r->supports(p1.args(), kl::device_info()).empty()) GTEST_SKIP() << "rung 16 unsupported";
+  KL_SKIP_UNLESS_SM90A(r->supports(p1.args(), kl::device_info()));
   cudaStream_t st;
   KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   GemmBf16Args a1 = p1.args(), a2 = p2.args();
@@ -491,17 +509,19 @@ TEST(GemmBf16Hopper, SmallTilesChainedPDL) {
     const auto c1 = p1.result();
     EXPECT_TRUE(p1.check(c1).empty()) << "rung 16, GEMM 1: " << p1.check(c1);
     const std::vector<uint16_t> c2 = p2.result();
-    long long bad = 0;
+    std::vector<double> ref(size_t(128) * 128);
     for (int m = 0; m < 128; ++m)
       for (int n = 0; n < 128; ++n) {
         double acc = 0;
         for (int k = 0; k < 4096; ++k)
           acc += double(kl::bf16_bits_to_float(c1[size_t(m) * 4096 + k])) *
                  double(kl::bf16_bits_to_float(c1[size_t(128 + n) * 4096 + k]));
-        const float got = kl::bf16_bits_to_float(c2[size_t(m) * 128 + n]);
-        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 10.0)) ++bad;  // |C2| ~ 6e3
+        ref[size_t(m) * 128 + n] = acc;
       }
-    EXPECT_EQ(bad, 0) << "rung 16: GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+    // |C2| ~ 6e3: an absolute slack of 10 on top of the relative bound.
+    EXPECT_TRUE(kl::test::check_close(as_floats(c2), ref, {10.0, 1e-2, kl::test::kBf16RelL2},
+                                      "rung 16, GEMM 2 (rep " + std::to_string(rep) + ")"))
+        << "GEMM 2 read GEMM 1's output too early?";
   }
   cudaStreamDestroy(st);
 }
@@ -521,7 +541,7 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
   std::string why;
   if (!hopper_here(&why)) GTEST_SKIP() << why;
   const int M = 2048, N1 = 2048, K1 = 1024, N2 = 264;
-  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256, ~15 us: GEMM 2 launches under its tail
+  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256: GEMM 2 launches under its tail
   Problem p2(M, N2, N1, 32);
   ASSERT_EQ(kl::hopper_gemm::supports_12(p1.args(), kl::device_info()), "");
   cudaStream_t st;
@@ -538,27 +558,37 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
     kl::hopper_gemm::launch_12(a2, st);
     KL_CHECK(cudaStreamSynchronize(st));
     const auto c1 = p1.result(), c2 = p2.result();
-    long long bad1 = 0, bad2 = 0;
+    std::vector<float> got1, got2;
+    std::vector<double> ref1, ref2;
     for (int m : rows) {
       for (int n = 0; n < N1; ++n) {
         double acc = 0;
         for (int k = 0; k < K1; ++k)
           acc += double(kl::bf16_bits_to_float(p1.A[size_t(m) * K1 + k])) *
                  double(kl::bf16_bits_to_float(p1.W[size_t(n) * K1 + k]));
-        const float got = kl::bf16_bits_to_float(c1[size_t(m) * N1 + n]);
-        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.1)) ++bad1;
+        got1.push_back(kl::bf16_bits_to_float(c1[size_t(m) * N1 + n]));
+        ref1.push_back(acc);
       }
       for (int n = 0; n < N2; ++n) {
         double acc = 0;
         for (int k = 0; k < N1; ++k)
           acc += double(kl::bf16_bits_to_float(c1[size_t(m) * N1 + k])) *
                  double(kl::bf16_bits_to_float(p2.W[size_t(n) * N1 + k]));
-        const float got = kl::bf16_bits_to_float(c2[size_t(m) * N2 + n]);
-        if (!(std::fabs(got - acc) <= 1e-2 * std::fabs(acc) + 0.5)) ++bad2;
+        got2.push_back(kl::bf16_bits_to_float(c2[size_t(m) * N2 + n]));
+        ref2.push_back(acc);
       }
     }
-    EXPECT_EQ(bad1, 0) << "GEMM 1 wrong (rep " << rep << ")";
-    EXPECT_EQ(bad2, 0) << "GEMM 2 read GEMM 1's output too early (rep " << rep << ")";
+    const std::string at = " on the sampled rows (rep " + std::to_string(rep) + ")";
+    auto where = [&](int n_cols) {
+      return [&rows, n_cols](size_t i) {
+        return "C[" + std::to_string(rows[i / n_cols]) + "][" + std::to_string(i % n_cols) + "]";
+      };
+    };
+    EXPECT_TRUE(kl::test::check_close(got1, ref1, {0.1, 1e-2, kl::test::kBf16RelL2}, "GEMM 1" + at,
+                                      where(N1)));
+    EXPECT_TRUE(kl::test::check_close(got2, ref2, {0.5, 1e-2, kl::test::kBf16RelL2}, "GEMM 2" + at,
+                                      where(N2)))
+        << "GEMM 2 read GEMM 1's output too early?";
   }
   cudaStreamDestroy(st);
 }

@@ -252,7 +252,7 @@ TEST(GemmBf16Rung14, PlanForBenchShapes) {
                 hg::describe_14(s.M, s.N, s.K, sms, 0).c_str());
 }
 
-// The shape the sanitizer runs (memcheck / racecheck in the GPU request): the Stream-K part forced
+// The shape the sanitizer runs (a small case for memcheck / racecheck): the Stream-K part forced
 // on (multi-peer chains, ragged N tile) and the plan, once each.
 TEST(GemmBf16Rung14, SanitizerSmall) {
   KL_REQUIRE_GPU();

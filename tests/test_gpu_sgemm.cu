@@ -123,21 +123,27 @@ TEST(SgemmGpu, EveryRungSmallShapes) {
   KL_REQUIRE_GPU();
   const auto& dev = kl::device_info();
   int ran = 0;
+  kl::test::RungCoverage cov(kl::sgemm_rungs());
   for (const auto& r : kl::sgemm_rungs()) {
     for (const Dims& d : kShapes) {
       Problem p(d, 1000 + r.number * 31 + d.M);
       const std::string why = r.supports(p.args(), dev);
-      if (!why.empty()) continue;  // refusals are checked below and in test_cpu_sgemm
+      if (!why.empty()) {  // refusals are checked below and in test_cpu_sgemm
+        cov.refused(r.number, str(d), why);
+        continue;
+      }
       SCOPED_TRACE("rung " + std::to_string(r.number) + " (" + r.name + ") " + str(d));
       kl::launch_checked(r, p.args(), nullptr);
       KL_CHECK(cudaGetLastError());
       EXPECT_TRUE(matches_full(p, p.result()));
+      cov.ran(r.number);
       ++ran;
     }
     // Every rung takes at least the all-multiples shape.
     Problem p({512, 256, 72}, 5);
     EXPECT_EQ(r.supports(p.args(), dev), "") << "rung " << r.number;
   }
+  EXPECT_TRUE(cov.every_rung_ran());
   EXPECT_GT(ran, 40);
 }
 

@@ -55,6 +55,7 @@ TEST(SwigluGpu, EveryRungEveryShape) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
   uint64_t seed = 1;
+  kl::test::RungCoverage cov(swiglu_rungs());
   for (const auto& r : swiglu_rungs())
     for (DType t : {DType::f32, DType::bf16})
       for (const Case& c : kShapes)
@@ -71,11 +72,14 @@ TEST(SwigluGpu, EveryRungEveryShape) {
           if (!why.empty()) {
             // Only the alignment is a reason to refuse a flat elementwise op.
             EXPECT_EQ(off, 1) << "refused an aligned shape: " << why;
+            cov.refused(r.number, name(c, t, off), why);
             continue;
           }
           EXPECT_TRUE(run_case(c, t, off, -6.f, 6.f, ++seed,
                                [&](const SwigluArgs& a) { launch_checked(r, a, 0); }));
+          cov.ran(r.number);
         }
+  EXPECT_TRUE(cov.every_rung_ran());
 }
 
 TEST(SwigluGpu, EntryPointComputesEveryShapeAndAlignment) {

@@ -65,15 +65,15 @@ const std::vector<Rung<AttentionArgs>>& attention_rungs() {
          attn00_launch},
         {1, "flash_cuda_cores",
          "flash tiling: a 64-row Q tile against 64-key K/V tiles in shared memory, fp32 FMA",
-         attn01_supports, attn01_launch},
+         attn01_supports, attn01_launch, /*parent=*/0},
         {2, "flash_mma_sync",
-         "tensor cores: mma.sync QK^T and PV, Q in registers, P repacked in registers, 3-stage "
-         "cp.async, causal tiles skipped, heaviest tiles first",
-         attn02_supports, attn02_launch},
+         "tensor cores: mma.sync QK^T and PV, Q in registers, P repacked in registers, 2- or "
+         "3-stage cp.async (D = 128 / 64), causal tiles skipped, heaviest tiles first",
+         attn02_supports, attn02_launch, /*parent=*/1},
         {3, "flash_split_kv",
          "schedule: tail-wave KV split with LSE combine, 16/64-row query tiles, split-KV decode "
          "with GQA heads packed into the tile",
-         attn03_supports, attn03_launch},
+         attn03_supports, attn03_launch, /*parent=*/2},
     };
     attention_append_hopper_rungs(t);
     return t;

@@ -20,11 +20,14 @@ template <class Args>
 struct Rung {
   int number;          // 0 = naive; each later rung changes one thing
   const char* name;    // short identifier, e.g. "warp_per_row"
-  const char* change;  // the one change from the previous rung, in a phrase
+  const char* change;  // the one change from the parent rung, in a phrase
   // "" when this rung can run `args` on device `d`, otherwise why not (shape, alignment, arch).
   std::string (*supports)(const Args& args, const DeviceInfo& d);
   // Launches on `stream`. Never synchronizes, never allocates: capturable in a CUDA graph.
   void (*launch)(const Args& args, cudaStream_t stream);
+  // The rung whose code this one changes (the ladder is a tree); -1 for rung 0 and for rows that
+  // are not ladder rungs.
+  int parent = -1;
 };
 
 // Runs `r` after checking supports(): bad input is an exception, never a launch.

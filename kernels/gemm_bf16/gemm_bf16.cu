@@ -185,16 +185,16 @@ const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
         {0, "wmma_global", "WMMA fragments loaded straight from global memory", rung00_supports,
          rung00_launch},
         {1, "smem_tile_padded", "128x128x32 shared-memory tile, rows padded against bank conflicts",
-         rung01_supports, rung01_launch},
+         rung01_supports, rung01_launch, /*parent=*/0},
         {2, "cp_async_pipeline", "3-stage cp.async pipeline: next tiles in flight during the math",
-         rung02_supports, rung02_launch},
+         rung02_supports, rung02_launch, /*parent=*/1},
         {3, "mma_sync_swizzle",
          "mma.sync + ldmatrix, XOR-swizzled 4-stage tile, bf16-pair epilogue, tile per wave count",
-         rung03_supports, rung03_launch},
+         rung03_supports, rung03_launch, /*parent=*/2},
         {4, "stream_k",
          "Stream-K over the last wave's (tile, k-step) units + hardware-scheduled whole tiles, "
          "deterministic epoch fixup",
-         rung04_supports, rung04_launch},
+         rung04_supports, rung04_launch, /*parent=*/3},
     };
     gemm_bf16_append_hopper_rungs(t);
     if (const char* e = std::getenv("KL_GEMM_EXP"); e && *e == '1') append_experiment_rungs(t);

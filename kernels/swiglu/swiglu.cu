@@ -11,15 +11,15 @@ const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
   using namespace swiglu_detail;
   static const std::vector<Rung<SwigluArgs>> table = {
       {0, "scalar", "one thread per element, scalar loads", supports_00, launch_00},
-      {1, "vec128", "16-byte vector loads/stores, one vector per thread", supports_01, launch_01},
+      {1, "vec128", "16-byte vector loads/stores, one vector per thread", supports_01, launch_01, /*parent=*/0},
       {2, "unroll4", "4 vectors per thread, all loads issued before the math", supports_02,
-       launch_02},
+       launch_02, /*parent=*/1},
       {3, "stream_hints", "ld.global.nc.L1::no_allocate inputs, st.global.cs output", supports_03,
-       launch_03},
+       launch_03, /*parent=*/2},
       {4, "grid_stride", "persistent grid of one resident wave (SMs x occupancy), grid-stride loop",
-       supports_04, launch_04},
+       supports_04, launch_04, /*parent=*/3},
       {5, "one_shot_hints", "rung 01 (one vector per thread, one-shot grid) with rung 03's hints",
-       supports_05, launch_05},
+       supports_05, launch_05, /*parent=*/1},
   };
   return table;
 }
