@@ -117,8 +117,8 @@ bench_list() {
   fi
 }
 
-# `bench --list` (number, parent, name, change) as "table number name" lines (table: the first word of a table's title line;
-# bench_peak prints no rung lines).
+# `bench --list` (number, parent, name, change) as "table number name" lines (table: the first
+# word of a table's title line; bench_peak prints no rung lines).
 rungs_of() {
   "$1" --list 2>/dev/null | awk '
     /^[^ ]/ { table = $1; next }
