@@ -234,6 +234,7 @@ struct AttentionInputs {
       : shape(s), nQ(attention_q_elems(s)), nKV(attention_kv_elems(s)), copies(n_copies),
         ws_bytes(attention_workspace_bytes(s, device_info())), dQ(2 * nQ * copies), dK(2 * nKV * copies),
         dV(2 * nKV * copies), dO(2 * nQ), dW(std::max<size_t>(ws_bytes, 256)) {
+    KL_CHECK(cudaMemsetAsync(dW.ptr, 0, dW.bytes, stream));  // the workspace contract: zeroed once
     fill_uniform(dQ.ptr, nQ, DType::bf16, seed, -1.f, 1.f, stream);
     fill_uniform(dK.ptr, nKV, DType::bf16, seed ^ 0x9e3779b97f4a7c15ULL, -1.f, 1.f, stream);
     fill_uniform(dV.ptr, nKV, DType::bf16, seed ^ 0x6a09e667f3bcc909ULL, -1.f, 1.f, stream);

@@ -24,8 +24,9 @@ struct AttentionArgs {
   int B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, D = 0;
   bool causal = false;
   float scale = 0.f;                 // 0 means 1/sqrt(D)
-  // Scratch for split-KV rungs (partial O and log-sum-exp). Caller-owned, reused, never cleared;
-  // size from attention_workspace_bytes().
+  // Scratch for split-KV rungs (flags, partial O and log-sum-exp). Caller-owned and reused; zero it
+  // once before its first use (the kernels leave it ready for the next launch, so it is never
+  // cleared between launches); size from attention_workspace_bytes().
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };

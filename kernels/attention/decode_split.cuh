@@ -21,9 +21,10 @@
 // (the Stream-K fixups of common/streamk.cuh, whose owners wait for later CTAs, rely instead on a
 // persistent grid that is all resident; their flag helpers are reused here). Flags (the
 // first kFlagBytes of the workspace, one word per piece) count only when equal to this launch's
-// epoch (a host counter, never 0 or ~0), so nothing is cleared between launches and garbage (a
-// fresh or reused workspace) is harmless unless it equals the epoch exactly; the merger lowers
-// each flag, so a CUDA graph replaying one captured launch (same epoch) waits afresh. Why one
+// epoch (a host counter, never 0 or ~0), so nothing is cleared between launches; the caller zeroes
+// the workspace once (garbage would be harmless unless it equalled the epoch exactly, but a reused
+// buffer can hold small integers); the merger lowers each flag, so a CUDA graph replaying one
+// captured launch (same epoch) waits afresh. Why one
 // merger: an atomicCAS ticket serializes the pieces of a tile (they finish together, so the CAS
 // retries cost one round trip per piece), and letting every piece raise its flag, fence and read
 // all the others (whoever sees them all merges) puts two more L2 round trips on the step's
