@@ -46,8 +46,15 @@ TEST(SgemmFuzz, EveryRungAndEntryPoint) {
     long long M = fuzz::chance(g, 0.2) ? fuzz::dim(g, 1, 16, {4, 8}) : fuzz::dim(g, 1, 2048, edges);
     long long N = fuzz::dim(g, 1, std::max(1LL, std::min(4096LL, kMaxMN / M)), edges);
     long long K = fuzz::dim(g, 1, std::max(1LL, std::min(8192LL, kMaxMNK / (M * N))), edges);
+    // 1 in 4 shapes a whole number of the tiled rungs' (03-07) 128 x 128 tiles, K a multiple of 32.
+    const bool tiled = fuzz::chance(g, 0.25);
+    if (tiled) {
+      M = (M + 127) / 128 * 128;
+      N = std::max(128LL, std::min(N, kMaxMN / M) / 128 * 128);
+      K = std::max(32LL, std::min(K, kMaxMNK / (M * N)) / 32 * 32);
+    }
     int off[3] = {0, 0, 0};
-    if (fuzz::chance(g, 0.2))
+    if (!tiled && fuzz::chance(g, 0.2))
       for (int& o : off) o = static_cast<int>(fuzz::uniform(g, 0, 3));
     std::ostringstream sh;
     sh << "M=" << M << ",N=" << N << ",K=" << K;
