@@ -6,7 +6,8 @@
 #   scripts/run_all.sh --no-h2h        everything but the head to head
 #   scripts/run_all.sh --h2h-only      only the head to head (and the report), into the rows of an
 #                                      earlier --no-h2h run of the same commit
-#   scripts/run_all.sh --readme        rewrite README.md even if the run's card is not the README's
+#   scripts/run_all.sh --readme        rewrite README.md and the design notes' ladder tables even if the
+#                                      run's card or folder is not the README's (results/<its card>)
 #   scripts/run_all.sh --no-readme     never rewrite README.md
 #
 # Environment (all optional): KL_ARCH (CMAKE_CUDA_ARCHITECTURES; default this GPU's, e.g. 90a),
@@ -33,7 +34,7 @@ for a in "$@"; do
     --h2h-only) BENCHES=0 ;;
     --readme) README=yes ;;
     --no-readme) README=no ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_all.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -166,10 +167,10 @@ fi
 # ---- tables, charts, README (only on the README's card, unless asked)
 readme_device="$(sed -n 's/.*<!-- readme-device: \([a-z0-9-]*\) -->.*/\1/p' README.md 2>/dev/null | head -n1)"
 REPORT_ARGS=()
-if [ $README = yes ] || { [ $README = auto ] && [ "$readme_device" = "$SLUG" ]; }; then
+if [ $README = yes ] || { [ $README = auto ] && [ "$readme_device" = "$SLUG" ] && [ "$OUT" = "results/$SLUG" ]; }; then
   REPORT_ARGS=(--readme README.md --docs docs)
 elif [ $README = auto ]; then
-  say "README.md left alone: it shows ${readme_device:-no} card's run, this is $SLUG (--readme rewrites it)"
+  say "README.md and the design notes left alone: they show results/${readme_device:-?}/, this run is $OUT (--readme rewrites them)"
 fi
 step "report: scripts/report.py $OUT ${REPORT_ARGS[*]}"
 python3 scripts/report.py "$OUT" "${REPORT_ARGS[@]}" || FAILED+=("report.py")
