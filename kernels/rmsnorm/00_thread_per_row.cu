@@ -15,7 +15,7 @@ namespace {
 constexpr int kThreads = 256;
 
 template <DType D>
-__global__ void thread_per_row_kernel(const typename Elem<D>::T* __restrict__ x,
+__global__ void rmsnorm_thread_per_row_kernel(const typename Elem<D>::T* __restrict__ x,
                                       const typename Elem<D>::T* __restrict__ w,
                                       typename Elem<D>::T* __restrict__ y, int rows, int cols,
                                       float eps) {
@@ -41,17 +41,17 @@ template <DType D>
 void launch_t(const RmsnormArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   const unsigned blocks = static_cast<unsigned>((a.rows + kThreads - 1) / kThreads);
-  thread_per_row_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
+  rmsnorm_thread_per_row_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
                                                        static_cast<const T*>(a.w),
                                                        static_cast<T*>(a.y), a.rows, a.cols, a.eps);
   KL_CHECK_LAUNCH();
 }
 }  // namespace
 
-std::string thread_per_row_supports(const RmsnormArgs& a, const DeviceInfo&) {
+std::string rmsnorm_thread_per_row_supports(const RmsnormArgs& a, const DeviceInfo&) {
   return check_args(a);
 }
-void thread_per_row_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_thread_per_row_launch(const RmsnormArgs& a, cudaStream_t s) {
   if (a.dtype == DType::f32) launch_t<DType::f32>(a, s);
   else launch_t<DType::bf16>(a, s);
 }

@@ -17,7 +17,7 @@ constexpr int kWarps = 8;  // rows per block
 constexpr int kThreads = kWarps * 32;
 
 template <DType D>
-__global__ void vec128_kernel(const typename Elem<D>::T* __restrict__ x,
+__global__ void rmsnorm_vec128_kernel(const typename Elem<D>::T* __restrict__ x,
                               const typename Elem<D>::T* __restrict__ w,
                               typename Elem<D>::T* __restrict__ y, int rows, int cols, float eps) {
   using E = Elem<D>;
@@ -50,21 +50,21 @@ template <DType D>
 void launch_t(const RmsnormArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   const unsigned blocks = static_cast<unsigned>((a.rows + kWarps - 1) / kWarps);
-  vec128_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
+  rmsnorm_vec128_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
                                                static_cast<const T*>(a.w), static_cast<T*>(a.y),
                                                a.rows, a.cols, a.eps);
   KL_CHECK_LAUNCH();
 }
 }  // namespace
 
-std::string vec128_supports(const RmsnormArgs& a, const DeviceInfo&) {
+std::string rmsnorm_vec128_supports(const RmsnormArgs& a, const DeviceInfo&) {
   std::string why = check_args(a);
   if (why.empty() && !vec_ok(a))
     why = "needs cols % " + std::to_string(16 / dtype_size(a.dtype)) +
           " == 0 and 16-byte-aligned x, w, y";
   return why;
 }
-void vec128_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_vec128_launch(const RmsnormArgs& a, cudaStream_t s) {
   if (a.dtype == DType::f32) launch_t<DType::f32>(a, s);
   else launch_t<DType::bf16>(a, s);
 }

@@ -18,7 +18,7 @@ namespace {
 
 template <DType D>
 __global__ void __launch_bounds__(1024)
-    block_per_row_kernel(const typename Elem<D>::T* __restrict__ x,
+    rmsnorm_block_per_row_kernel(const typename Elem<D>::T* __restrict__ x,
                          const typename Elem<D>::T* __restrict__ w,
                          typename Elem<D>::T* __restrict__ y, int cols, float eps) {
   using E = Elem<D>;
@@ -59,20 +59,20 @@ template <DType D>
 void launch_t(const RmsnormArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   const int threads = threads_for(a.cols, Elem<D>::kVec);
-  block_per_row_kernel<D><<<static_cast<unsigned>(a.rows), threads, 0, s>>>(
+  rmsnorm_block_per_row_kernel<D><<<static_cast<unsigned>(a.rows), threads, 0, s>>>(
       static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<T*>(a.y), a.cols, a.eps);
   KL_CHECK_LAUNCH();
 }
 }  // namespace
 
-std::string block_per_row_supports(const RmsnormArgs& a, const DeviceInfo&) {
+std::string rmsnorm_block_per_row_supports(const RmsnormArgs& a, const DeviceInfo&) {
   std::string why = check_args(a);
   if (why.empty() && !vec_ok(a))
     why = "needs cols % " + std::to_string(16 / dtype_size(a.dtype)) +
           " == 0 and 16-byte-aligned x, w, y";
   return why;
 }
-void block_per_row_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_block_per_row_launch(const RmsnormArgs& a, cudaStream_t s) {
   if (a.dtype == DType::f32) launch_t<DType::f32>(a, s);
   else launch_t<DType::bf16>(a, s);
 }

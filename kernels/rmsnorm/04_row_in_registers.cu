@@ -14,13 +14,13 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string row_in_registers_supports(const RmsnormArgs& a, const DeviceInfo& d) {
+std::string rmsnorm_row_in_registers_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   return row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, false, vec_ok(a)), 1, d.sms).why;
 }
 
-void row_in_registers_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_row_in_registers_launch(const RmsnormArgs& a, cudaStream_t s) {
   const RowRegsConfig cfg =
       row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, false, vec_ok(a)), 1, device_info().sms);
   const RowRegsParams p{a.x, a.w, a.y, nullptr, a.rows, a.cols, a.eps,

@@ -13,7 +13,7 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string cluster_row_supports(const RmsnormArgs& a, const DeviceInfo& d) {
+std::string rmsnorm_cluster_row_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   if (d.cc_major < 9) return "thread-block clusters need compute capability >= 9.0";
@@ -22,7 +22,7 @@ std::string cluster_row_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-void cluster_row_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_cluster_row_launch(const RmsnormArgs& a, cudaStream_t s) {
   const int sms = device_info().sms;
   const int C = pick_cluster(a.dtype, a.rows, a.cols, max_elems(a.dtype, false, vec_ok(a)), sms);
   const RowRegsConfig cfg = row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, false, vec_ok(a)), C, sms);

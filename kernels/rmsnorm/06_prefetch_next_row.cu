@@ -26,7 +26,7 @@ constexpr int elems_per_thread(DType t) { return t == DType::bf16 ? 32 : 16; }
 
 template <DType D, int V>
 __global__ void __launch_bounds__(kMaxThreads)
-    prefetch_kernel(const typename Elem<D>::T* __restrict__ x,
+    rmsnorm_prefetch_next_row_kernel(const typename Elem<D>::T* __restrict__ x,
                     const typename Elem<D>::T* __restrict__ w, typename Elem<D>::T* __restrict__ y,
                     int rows, int cols, float eps, int G, int R) {
   using E = Elem<D>;
@@ -90,12 +90,12 @@ void launch_v(const RmsnormArgs& a, const RowRegsConfig& cfg, cudaStream_t s) {
   // Resident blocks per SM for this block size, cached by the common helper: a runtime query per
   // launch would stall the launch stream of short kernels.
   const int occ =
-      std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(prefetch_kernel<D, V>), threads, 0));
+      std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(rmsnorm_prefetch_next_row_kernel<D, V>), threads, 0));
   const long long want = (static_cast<long long>(a.rows) + cfg.rows_per_block - 1) /
                          cfg.rows_per_block;
   const long long resident = static_cast<long long>(occ) * device_info().sms;
   const unsigned blocks = static_cast<unsigned>(want < resident ? want : resident);
-  prefetch_kernel<D, V><<<blocks, threads, 0, s>>>(static_cast<const T*>(a.x),
+  rmsnorm_prefetch_next_row_kernel<D, V><<<blocks, threads, 0, s>>>(static_cast<const T*>(a.x),
                                                    static_cast<const T*>(a.w),
                                                    static_cast<T*>(a.y), a.rows, a.cols, a.eps,
                                                    cfg.group, cfg.rows_per_block);
@@ -116,7 +116,7 @@ void dispatch(const RmsnormArgs& a, const RowRegsConfig& cfg, cudaStream_t s) {
 }
 }  // namespace
 
-std::string prefetch_next_row_supports(const RmsnormArgs& a, const DeviceInfo& d) {
+std::string rmsnorm_prefetch_next_row_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   if (!vec_ok(a))
@@ -132,7 +132,7 @@ std::string prefetch_next_row_supports(const RmsnormArgs& a, const DeviceInfo& d
   return "";
 }
 
-void prefetch_next_row_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_prefetch_next_row_launch(const RmsnormArgs& a, cudaStream_t s) {
   const RowRegsConfig cfg =
       row_regs_config(a.dtype, a.rows, a.cols, elems_per_thread(a.dtype), 1, device_info().sms);
   if (a.dtype == DType::f32) dispatch<DType::f32>(a, cfg, s);

@@ -16,7 +16,7 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string bulk_pipeline_supports(const RmsnormArgs& a, const DeviceInfo& d) {
+std::string rmsnorm_bulk_pipeline_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   if (d.cc_major < 9) return "cp.async.bulk needs compute capability >= 9.0";
@@ -27,7 +27,7 @@ std::string bulk_pipeline_supports(const RmsnormArgs& a, const DeviceInfo& d) {
   return bulk_config(a.dtype, /*fused=*/false, a.rows, a.cols, d).why;
 }
 
-void bulk_pipeline_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_bulk_pipeline_launch(const RmsnormArgs& a, cudaStream_t s) {
   const BulkConfig cfg = bulk_config(a.dtype, false, a.rows, a.cols, device_info());
   const BulkParams p{a.x, a.w, a.y, nullptr, a.rows, a.cols, a.eps, cfg.stages};
   launch_bulk_rows(p, cfg, a.dtype, /*fused=*/false, s);

@@ -14,11 +14,11 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string plain_loads_supports(const RmsnormArgs& a, const DeviceInfo& d) {
-  return cluster_row_supports(a, d);
+std::string rmsnorm_plain_loads_supports(const RmsnormArgs& a, const DeviceInfo& d) {
+  return rmsnorm_cluster_row_supports(a, d);
 }
 
-void plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) {
   const int sms = device_info().sms;
   const int me = max_elems(a.dtype, false, vec_ok(a));
   const int C = pick_cluster(a.dtype, a.rows, a.cols, me, sms);

@@ -14,7 +14,7 @@ namespace {
 constexpr int kThreads = 256;
 
 template <DType D>
-__global__ void add_thread_per_row_kernel(typename Elem<D>::T* __restrict__ r,
+__global__ void add_rmsnorm_thread_per_row_kernel(typename Elem<D>::T* __restrict__ r,
                                           const typename Elem<D>::T* __restrict__ x,
                                           const typename Elem<D>::T* __restrict__ w,
                                           typename Elem<D>::T* __restrict__ y, int rows, int cols,
@@ -44,17 +44,17 @@ template <DType D>
 void launch_t(const AddRmsnormArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   const unsigned blocks = static_cast<unsigned>((a.rows + kThreads - 1) / kThreads);
-  add_thread_per_row_kernel<D><<<blocks, kThreads, 0, s>>>(
+  add_rmsnorm_thread_per_row_kernel<D><<<blocks, kThreads, 0, s>>>(
       static_cast<T*>(a.r), static_cast<const T*>(a.x), static_cast<const T*>(a.w),
       static_cast<T*>(a.y), a.rows, a.cols, a.eps);
   KL_CHECK_LAUNCH();
 }
 }  // namespace
 
-std::string add_thread_per_row_supports(const AddRmsnormArgs& a, const DeviceInfo&) {
+std::string add_rmsnorm_thread_per_row_supports(const AddRmsnormArgs& a, const DeviceInfo&) {
   return check_args(a);
 }
-void add_thread_per_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_thread_per_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   if (a.dtype == DType::f32) launch_t<DType::f32>(a, s);
   else launch_t<DType::bf16>(a, s);
 }

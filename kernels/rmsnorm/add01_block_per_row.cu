@@ -16,7 +16,7 @@ namespace {
 
 template <DType D>
 __global__ void __launch_bounds__(1024)
-    add_block_per_row_kernel(typename Elem<D>::T* __restrict__ r,
+    add_rmsnorm_block_per_row_kernel(typename Elem<D>::T* __restrict__ r,
                              const typename Elem<D>::T* __restrict__ x,
                              const typename Elem<D>::T* __restrict__ w,
                              typename Elem<D>::T* __restrict__ y, int cols, float eps) {
@@ -48,17 +48,17 @@ int threads_for(int cols) {
 template <DType D>
 void launch_t(const AddRmsnormArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
-  add_block_per_row_kernel<D><<<static_cast<unsigned>(a.rows), threads_for(a.cols), 0, s>>>(
+  add_rmsnorm_block_per_row_kernel<D><<<static_cast<unsigned>(a.rows), threads_for(a.cols), 0, s>>>(
       static_cast<T*>(a.r), static_cast<const T*>(a.x), static_cast<const T*>(a.w),
       static_cast<T*>(a.y), a.cols, a.eps);
   KL_CHECK_LAUNCH();
 }
 }  // namespace
 
-std::string add_block_per_row_supports(const AddRmsnormArgs& a, const DeviceInfo&) {
+std::string add_rmsnorm_block_per_row_supports(const AddRmsnormArgs& a, const DeviceInfo&) {
   return check_args(a);
 }
-void add_block_per_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_block_per_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   if (a.dtype == DType::f32) launch_t<DType::f32>(a, s);
   else launch_t<DType::bf16>(a, s);
 }

@@ -12,13 +12,13 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string add_row_in_registers_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
+std::string add_rmsnorm_row_in_registers_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   return row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, true, vec_ok(a)), 1, d.sms).why;
 }
 
-void add_row_in_registers_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_row_in_registers_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   const RowRegsConfig cfg =
       row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, true, vec_ok(a)), 1, device_info().sms);
   const RowRegsParams p{a.x, a.w, a.y, a.r, a.rows, a.cols, a.eps,

@@ -11,7 +11,7 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string add_cluster_row_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
+std::string add_rmsnorm_cluster_row_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   if (d.cc_major < 9) return "thread-block clusters need compute capability >= 9.0";
@@ -20,7 +20,7 @@ std::string add_cluster_row_supports(const AddRmsnormArgs& a, const DeviceInfo& 
   return "";
 }
 
-void add_cluster_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_cluster_row_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   const int sms = device_info().sms;
   const int C = pick_cluster(a.dtype, a.rows, a.cols, max_elems(a.dtype, true, vec_ok(a)), sms);
   const RowRegsConfig cfg = row_regs_config(a.dtype, a.rows, a.cols, max_elems(a.dtype, true, vec_ok(a)), C, sms);

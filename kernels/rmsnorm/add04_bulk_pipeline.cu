@@ -14,7 +14,7 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string add_bulk_pipeline_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
+std::string add_rmsnorm_bulk_pipeline_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
   std::string why = check_args(a);
   if (!why.empty()) return why;
   if (d.cc_major < 9) return "cp.async.bulk needs compute capability >= 9.0";
@@ -25,7 +25,7 @@ std::string add_bulk_pipeline_supports(const AddRmsnormArgs& a, const DeviceInfo
   return bulk_config(a.dtype, /*fused=*/true, a.rows, a.cols, d).why;
 }
 
-void add_bulk_pipeline_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_bulk_pipeline_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   const BulkConfig cfg = bulk_config(a.dtype, true, a.rows, a.cols, device_info());
   const BulkParams p{a.x, a.w, a.y, a.r, a.rows, a.cols, a.eps, cfg.stages};
   launch_bulk_rows(p, cfg, a.dtype, /*fused=*/true, s);

@@ -9,11 +9,11 @@
 
 namespace kl::rmsnorm_detail {
 
-std::string add_plain_loads_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
-  return add_cluster_row_supports(a, d);
+std::string add_rmsnorm_plain_loads_supports(const AddRmsnormArgs& a, const DeviceInfo& d) {
+  return add_rmsnorm_cluster_row_supports(a, d);
 }
 
-void add_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   const int sms = device_info().sms;
   const int me = max_elems(a.dtype, true, vec_ok(a));
   const int C = pick_cluster(a.dtype, a.rows, a.cols, me, sms);

@@ -18,12 +18,12 @@ std::string check_args(const AddRmsnormArgs& a);
 bool vec_ok(const RmsnormArgs& a);
 bool vec_ok(const AddRmsnormArgs& a);
 
-#define KL_RMSNORM_RUNG(fn)                                                 \
-  std::string fn##_supports(const RmsnormArgs& a, const DeviceInfo& d); \
-  void fn##_launch(const RmsnormArgs& a, cudaStream_t s);
-#define KL_ADD_RMSNORM_RUNG(fn)                                                \
-  std::string fn##_supports(const AddRmsnormArgs& a, const DeviceInfo& d); \
-  void fn##_launch(const AddRmsnormArgs& a, cudaStream_t s);
+#define KL_RMSNORM_RUNG(name)                                                     \
+  std::string rmsnorm_##name##_supports(const RmsnormArgs& a, const DeviceInfo& d);   \
+  void rmsnorm_##name##_launch(const RmsnormArgs& a, cudaStream_t s);
+#define KL_ADD_RMSNORM_RUNG(name)                                                        \
+  std::string add_rmsnorm_##name##_supports(const AddRmsnormArgs& a, const DeviceInfo& d); \
+  void add_rmsnorm_##name##_launch(const AddRmsnormArgs& a, cudaStream_t s);
 KL_RMSNORM_RUNG(thread_per_row)
 KL_RMSNORM_RUNG(warp_per_row)
 KL_RMSNORM_RUNG(vec128)
@@ -33,12 +33,12 @@ KL_RMSNORM_RUNG(cluster_row)
 KL_RMSNORM_RUNG(prefetch_next_row)
 KL_RMSNORM_RUNG(bulk_pipeline)
 KL_RMSNORM_RUNG(plain_loads)
-KL_ADD_RMSNORM_RUNG(add_thread_per_row)
-KL_ADD_RMSNORM_RUNG(add_block_per_row)
-KL_ADD_RMSNORM_RUNG(add_row_in_registers)
-KL_ADD_RMSNORM_RUNG(add_cluster_row)
-KL_ADD_RMSNORM_RUNG(add_bulk_pipeline)
-KL_ADD_RMSNORM_RUNG(add_plain_loads)
+KL_ADD_RMSNORM_RUNG(thread_per_row)
+KL_ADD_RMSNORM_RUNG(block_per_row)
+KL_ADD_RMSNORM_RUNG(row_in_registers)
+KL_ADD_RMSNORM_RUNG(cluster_row)
+KL_ADD_RMSNORM_RUNG(bulk_pipeline)
+KL_ADD_RMSNORM_RUNG(plain_loads)
 #undef KL_RMSNORM_RUNG
 #undef KL_ADD_RMSNORM_RUNG
 

@@ -15,7 +15,7 @@ constexpr int kThreads = 128;  // rows per block
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    softmax_three_pass(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    softmax_three_pass_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                        int rows, int cols) {
   const long long row = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
   if (row >= rows) return;
@@ -45,15 +45,15 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   if (a.rows == 0) return;
   const unsigned blocks = static_cast<unsigned>((a.rows + kThreads - 1) / kThreads);
-  softmax_three_pass<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
+  softmax_three_pass_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
                                                     static_cast<T*>(a.y), a.rows, a.cols);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_00(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
-void launch_00(const SoftmaxArgs& a, cudaStream_t s) {
+std::string softmax_three_pass_supports(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
+void softmax_three_pass_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -16,7 +16,7 @@ constexpr int kRowsPerBlock = kThreads / 32;
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    softmax_warp_online(const typename Elem<D>::T* __restrict__ x,
+    softmax_warp_online_kernel(const typename Elem<D>::T* __restrict__ x,
                         typename Elem<D>::T* __restrict__ y, int rows, int cols) {
   const long long row = static_cast<long long>(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
@@ -35,15 +35,15 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
   using T = typename Elem<D>::T;
   if (a.rows == 0) return;
   const unsigned blocks = static_cast<unsigned>((a.rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  softmax_warp_online<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
+  softmax_warp_online_kernel<D><<<blocks, kThreads, 0, s>>>(static_cast<const T*>(a.x),
                                                      static_cast<T*>(a.y), a.rows, a.cols);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_01(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
-void launch_01(const SoftmaxArgs& a, cudaStream_t s) {
+std::string softmax_warp_online_supports(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
+void softmax_warp_online_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -17,7 +17,7 @@ constexpr int kThreads = 256;
 
 template <DType D, int VEC>
 __global__ void __launch_bounds__(kThreads)
-    softmax_block_row(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    softmax_block_row_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                       int cols) {
   __shared__ float red[group_reduce_smem_floats(kThreads)];  // one partial per warp
   const typename Elem<D>::T* xr = x + static_cast<long long>(blockIdx.x) * cols;
@@ -59,16 +59,16 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
   const T* x = static_cast<const T*>(a.x);
   T* y = static_cast<T*>(a.y);
   if (vec_ok(a))
-    softmax_block_row<D, Elem<D>::kVec><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
+    softmax_block_row_kernel<D, Elem<D>::kVec><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
   else
-    softmax_block_row<D, 1><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
+    softmax_block_row_kernel<D, 1><<<a.rows, kThreads, 0, s>>>(x, y, a.cols);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_02(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
-void launch_02(const SoftmaxArgs& a, cudaStream_t s) {
+std::string softmax_block_row_supports(const SoftmaxArgs& a, const DeviceInfo&) { return softmax_check_args(a); }
+void softmax_block_row_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -18,7 +18,7 @@ constexpr int kMaxThreads = kMaxGroup;  // 1024
 
 template <DType D, int N, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
-    softmax_row_regs(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    softmax_row_in_regs_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                      int cols) {
   __shared__ float red[group_reduce_smem_floats(kMaxThreads)];  // one partial per warp
   const long long off = static_cast<long long>(blockIdx.x) * cols;
@@ -33,7 +33,7 @@ template <DType D, int VEC>
 void launch_v(const SoftmaxArgs& a, const RegCfg& c, cudaStream_t s) {
   using T = typename Elem<D>::T;
   dispatch_n<VEC>(c.n, [&](auto nc) {
-    softmax_row_regs<D, decltype(nc)::value, VEC><<<a.rows, c.g, 0, s>>>(
+    softmax_row_in_regs_kernel<D, decltype(nc)::value, VEC><<<a.rows, c.g, 0, s>>>(
         static_cast<const T*>(a.x), static_cast<T*>(a.y), a.cols);
     KL_CHECK_LAUNCH();
   });
@@ -51,14 +51,14 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
 
 }  // namespace
 
-std::string supports_03(const SoftmaxArgs& a, const DeviceInfo&) {
+std::string softmax_row_in_regs_supports(const SoftmaxArgs& a, const DeviceInfo&) {
   std::string why = softmax_check_args(a);
   if (!why.empty()) return why;
   if (choose_regs(a.cols, vec_width(a), false).g == 0)
     return "row of " + std::to_string(a.cols) + " does not fit 1024 threads x 32 (16 unaligned) elements";
   return "";
 }
-void launch_03(const SoftmaxArgs& a, cudaStream_t s) {
+void softmax_row_in_regs_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -16,7 +16,7 @@ constexpr int kMaxG = 128;  // beyond this the block holds one row (rung 03)
 
 template <DType D, int G, int N, int VEC>
 __global__ void __launch_bounds__(kThreads)
-    softmax_rows_per_block(const typename Elem<D>::T* __restrict__ x,
+    softmax_rows_per_block_kernel(const typename Elem<D>::T* __restrict__ x,
                            typename Elem<D>::T* __restrict__ y, int rows, int cols) {
   static_assert(kThreads % G == 0 && G % 32 == 0 && G <= kMaxG, "groups tile the block");
   constexpr int kRows = kThreads / G;  // rows per block
@@ -41,7 +41,7 @@ void launch_v(const SoftmaxArgs& a, const RegCfg& c, cudaStream_t s) {
     constexpr int G = decltype(gc)::value;
     const unsigned blocks = static_cast<unsigned>((a.rows + kThreads / G - 1) / (kThreads / G));
     dispatch_n<VEC>(c.n, [&](auto nc) {
-      softmax_rows_per_block<D, G, decltype(nc)::value, VEC><<<blocks, kThreads, 0, s>>>(
+      softmax_rows_per_block_kernel<D, G, decltype(nc)::value, VEC><<<blocks, kThreads, 0, s>>>(
           static_cast<const T*>(a.x), static_cast<T*>(a.y), a.rows, a.cols);
       KL_CHECK_LAUNCH();
     });
@@ -66,7 +66,7 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
 
 }  // namespace
 
-std::string supports_04(const SoftmaxArgs& a, const DeviceInfo&) {
+std::string softmax_rows_per_block_supports(const SoftmaxArgs& a, const DeviceInfo&) {
   std::string why = softmax_check_args(a);
   if (!why.empty()) return why;
   const RegCfg c = choose_regs(a.cols, vec_width(a), true);
@@ -75,7 +75,7 @@ std::string supports_04(const SoftmaxArgs& a, const DeviceInfo&) {
            " threads (one row per block: rung 03)";
   return "";
 }
-void launch_04(const SoftmaxArgs& a, cudaStream_t s) {
+void softmax_rows_per_block_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

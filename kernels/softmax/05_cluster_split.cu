@@ -21,7 +21,7 @@ constexpr int kMinSlice = 1024;         // do not split rows below this many ele
 
 template <DType D, int N, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
-    softmax_cluster(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    softmax_cluster_split_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                     int cols, int slice, int k) {
   __shared__ float red[group_reduce_smem_floats(kMaxThreads)];  // block reductions
   __shared__ float part[2];  // this CTA's slice max [0] and slice sum [1], read by the cluster
@@ -89,7 +89,7 @@ void launch_v(const SoftmaxArgs& a, const Plan& p, cudaStream_t s) {
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    KL_CHECK(cudaLaunchKernelEx(&cfg, softmax_cluster<D, decltype(nc)::value, VEC>,
+    KL_CHECK(cudaLaunchKernelEx(&cfg, softmax_cluster_split_kernel<D, decltype(nc)::value, VEC>,
                                 static_cast<const T*>(a.x), static_cast<T*>(a.y), a.cols, p.slice,
                                 p.k));
     KL_CHECK_LAUNCH();
@@ -109,7 +109,7 @@ void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
 
 }  // namespace
 
-std::string supports_05(const SoftmaxArgs& a, const DeviceInfo& d) {
+std::string softmax_cluster_split_supports(const SoftmaxArgs& a, const DeviceInfo& d) {
   std::string why = softmax_check_args(a);
   if (!why.empty()) return why;
   if (d.cc() < 90) return "thread-block clusters need sm_90+";
@@ -120,7 +120,7 @@ std::string supports_05(const SoftmaxArgs& a, const DeviceInfo& d) {
     return "row fits one block and rows fill the SMs (rungs 03/04), or is longer than 8 x 32768";
   return "";
 }
-void launch_05(const SoftmaxArgs& a, cudaStream_t s) {
+void softmax_cluster_split_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

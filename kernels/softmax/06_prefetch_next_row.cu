@@ -24,7 +24,7 @@ constexpr int kMinThreads = 128;
 
 template <DType D, int N, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
-    softmax_prefetch(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    softmax_prefetch_next_row_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                      int rows, int cols) {
   using R = RowRegs<D, N, VEC>;
   __shared__ float red[group_reduce_smem_floats(kMaxThreads)];
@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 // launch is only the kernel: capturable); at least 1.
 template <DType D, int N, int VEC>
 int resident_blocks(int threads) {
-  return std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(softmax_prefetch<D, N, VEC>),
+  return std::max(1, resident_blocks_per_sm(reinterpret_cast<const void*>(softmax_prefetch_next_row_kernel<D, N, VEC>),
                                             threads, 0));
 }
 
@@ -61,7 +61,7 @@ void launch_v(const SoftmaxArgs& a, const RegCfg& c, cudaStream_t s) {
     const long long wave =
         static_cast<long long>(device_info().sms) * resident_blocks<D, N, VEC>(c.g);
     const unsigned grid = static_cast<unsigned>(std::min<long long>(wave, a.rows));
-    softmax_prefetch<D, N, VEC><<<grid, c.g, 0, s>>>(static_cast<const T*>(a.x),
+    softmax_prefetch_next_row_kernel<D, N, VEC><<<grid, c.g, 0, s>>>(static_cast<const T*>(a.x),
                                                      static_cast<T*>(a.y), a.rows, a.cols);
     KL_CHECK_LAUNCH();
   });
@@ -71,12 +71,12 @@ template <DType D>
 void launch_t(const SoftmaxArgs& a, cudaStream_t s) {
   if (a.rows == 0) return;
   const RegCfg c = choose_regs(a.cols, Elem<D>::kVec, /*pow2_group=*/false);
-  launch_v<D, Elem<D>::kVec>(a, c, s);  // vector rows only (supports_06)
+  launch_v<D, Elem<D>::kVec>(a, c, s);  // vector rows only (softmax_prefetch_next_row_supports)
 }
 
 }  // namespace
 
-std::string supports_06(const SoftmaxArgs& a, const DeviceInfo& d) {
+std::string softmax_prefetch_next_row_supports(const SoftmaxArgs& a, const DeviceInfo& d) {
   std::string why = softmax_check_args(a);
   if (!why.empty()) return why;
   if (!vec_ok(a)) return "needs 16-byte-aligned rows (the scalar path spills two rows of registers)";
@@ -87,7 +87,7 @@ std::string supports_06(const SoftmaxArgs& a, const DeviceInfo& d) {
   if (a.rows < 2LL * d.sms) return "fewer than 2 rows per SM: nothing to prefetch";
   return "";
 }
-void launch_06(const SoftmaxArgs& a, cudaStream_t s) {
+void softmax_prefetch_next_row_launch(const SoftmaxArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

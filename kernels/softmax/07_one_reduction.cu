@@ -13,7 +13,10 @@
 
 namespace kl::softmax_detail {
 
-std::string supports_07(const SoftmaxArgs& a, const DeviceInfo&) { return fused_supports(a); }
-void launch_07(const SoftmaxArgs& a, cudaStream_t s) { launch_fused<Ld::normal, St::normal, false>(a, s); }
+std::string softmax_one_reduction_supports(const SoftmaxArgs& a, const DeviceInfo&) { return fused_supports(a); }
+// The choice: OneReduction (fused_impl.cuh): plain loads and stores, no register bound.
+void softmax_one_reduction_launch(const SoftmaxArgs& a, cudaStream_t s) {
+  launch_fused<OneReduction>(a, s);
+}
 
 }  // namespace kl::softmax_detail

@@ -12,15 +12,16 @@
 
 namespace kl::softmax_detail {
 
-std::string supports_08(const SoftmaxArgs& a, const DeviceInfo&) {
+// The choice: FiveBlocks, rung 07's OneReduction with five_blocks_bound (fused_impl.cuh).
+std::string softmax_five_blocks_supports(const SoftmaxArgs& a, const DeviceInfo&) {
   std::string why = fused_supports(a);
   if (!why.empty()) return why;
   if (!fused_bounded_class(a))
     return "only 16-byte bf16 rows of exactly 256 threads (7.2K..8K elements) differ from rung 07";
   return "";
 }
-void launch_08(const SoftmaxArgs& a, cudaStream_t s) {
-  launch_fused<Ld::normal, St::normal, true>(a, s);
+void softmax_five_blocks_launch(const SoftmaxArgs& a, cudaStream_t s) {
+  launch_fused<FiveBlocks>(a, s);
 }
 
 }  // namespace kl::softmax_detail

@@ -11,9 +11,15 @@
 
 namespace kl::softmax_detail {
 
-std::string supports_09(const SoftmaxArgs& a, const DeviceInfo&) { return fused_supports(a); }
-void launch_09(const SoftmaxArgs& a, cudaStream_t s) {
-  launch_fused<Ld::nc_noalloc, St::stream, true>(a, s);
+// Rung 08's choice with streaming hints on x's loads and y's stores.
+struct StreamHints : FiveBlocks {
+  static constexpr Ld load = Ld::nc_noalloc;
+  static constexpr St store = St::stream;
+};
+
+std::string softmax_stream_hints_supports(const SoftmaxArgs& a, const DeviceInfo&) { return fused_supports(a); }
+void softmax_stream_hints_launch(const SoftmaxArgs& a, cudaStream_t s) {
+  launch_fused<StreamHints>(a, s);
 }
 
 }  // namespace kl::softmax_detail

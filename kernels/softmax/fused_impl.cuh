@@ -1,4 +1,4 @@
-// kernels/softmax/fused_impl.cuh — the kernel of rungs 07-09 (family-private): rung 03/04's row in
+// kernels/softmax/fused_impl.cuh — the kernel of rungs 07-09, one_reduction_softmax_kernel (family-private): rung 03/04's row in
 // registers, with the max and the sum found in ONE group reduction instead of two.
 //
 // Each thread takes its own slice max m_t, computes v = exp(x - m_t) in place (the only exp of each
@@ -70,7 +70,7 @@ constexpr int fused_min_blocks() {
 template <DType D, int G, int N, int VEC, Ld L, St S, bool kBound>
 __global__ void __launch_bounds__(G ? kFusedRowsThreads : kMaxGroup,
                                   fused_min_blocks<D, G, VEC, kBound>())
-    softmax_fused(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
+    one_reduction_softmax_kernel(const typename Elem<D>::T* __restrict__ x, typename Elem<D>::T* __restrict__ y,
                   int rows, int cols) {
   static_assert(G == 0 || (G % 32 == 0 && G <= kFusedMaxG && kFusedRowsThreads % (G ? G : 1) == 0),
                 "groups tile the 256-thread block");
@@ -109,7 +109,7 @@ void launch_fused_v(const SoftmaxArgs& a, const RegCfg& c, cudaStream_t s) {
           : static_cast<unsigned>(a.rows);
     const unsigned threads = G ? kFusedRowsThreads : c.g;
     dispatch_n<VEC>(c.n, [&](auto nc) {
-      softmax_fused<D, G, decltype(nc)::value, VEC, L, S, kBound><<<blocks, threads, 0, s>>>(
+      one_reduction_softmax_kernel<D, G, decltype(nc)::value, VEC, L, S, kBound><<<blocks, threads, 0, s>>>(
           static_cast<const T*>(a.x), static_cast<T*>(a.y), a.rows, a.cols);
       KL_CHECK_LAUNCH();
     });
@@ -144,8 +144,25 @@ inline bool fused_bounded_class(const SoftmaxArgs& a) {
   return a.dtype == DType::bf16 && vec_ok(a) && fused_cfg(a).g == 256;
 }
 
-template <Ld L, St S, bool kBound>
+// A rung's choice: a struct with static constexpr members
+//   load, store        the cache hints of x's loads and y's stores
+//   five_blocks_bound  the register bound of fused_min_blocks for the 256-thread bf16 row class
+// Rung 07's choice (rungs 08 and 09 change members of their parent's):
+struct OneReduction {
+  static constexpr Ld load = Ld::normal;
+  static constexpr St store = St::normal;
+  static constexpr bool five_blocks_bound = false;
+};
+// Rung 08's choice: rung 07's with the register bound for 5 blocks per SM (rung 09 builds on it).
+struct FiveBlocks : OneReduction {
+  static constexpr bool five_blocks_bound = true;
+};
+
+template <class Config>
 void launch_fused(const SoftmaxArgs& a, cudaStream_t s) {
+  constexpr Ld L = Config::load;
+  constexpr St S = Config::store;
+  constexpr bool kBound = Config::five_blocks_bound;
   if (a.rows == 0) return;
   const RegCfg c = fused_cfg(a);
   KL_REQUIRE(c.g != 0, "softmax fused: row too long for registers");

@@ -10,24 +10,24 @@ namespace kl {
 const std::vector<Rung<SoftmaxArgs>>& softmax_rungs() {
   using namespace softmax_detail;
   static const std::vector<Rung<SoftmaxArgs>> table = {
-      {0, "three_pass", "thread per row: max, sum, write (three reads)", supports_00, launch_00},
-      {1, "warp_online", "warp per row, online (max, sum) pass + write pass", supports_01,
-       launch_01, /*parent=*/0},
-      {2, "block_row", "block per row with 16-byte loads", supports_02, launch_02, /*parent=*/1},
+      {0, "three_pass", "thread per row: max, sum, write (three reads)", softmax_three_pass_supports, softmax_three_pass_launch},
+      {1, "warp_online", "warp per row, online (max, sum) pass + write pass", softmax_warp_online_supports,
+       softmax_warp_online_launch, /*parent=*/0},
+      {2, "block_row", "block per row with 16-byte loads", softmax_block_row_supports, softmax_block_row_launch, /*parent=*/1},
       {3, "row_in_regs", "row held in registers by 32..1024 threads: one read, exp once",
-       supports_03, launch_03, /*parent=*/2},
+       softmax_row_in_regs_supports, softmax_row_in_regs_launch, /*parent=*/2},
       {4, "rows_per_block", "short rows: 2-8 rows (groups of 32..128) per 256-thread block",
-       supports_04, launch_04, /*parent=*/3},
+       softmax_rows_per_block_supports, softmax_rows_per_block_launch, /*parent=*/3},
       {5, "cluster_split", "row split over a 2..8-CTA cluster, DSMEM max/sum exchange",
-       supports_05, launch_05, /*parent=*/3},
+       softmax_cluster_split_supports, softmax_cluster_split_launch, /*parent=*/3},
       {6, "prefetch_next_row", "persistent blocks; next row's loads issued before this row's math",
-       supports_06, launch_06, /*parent=*/3},
+       softmax_prefetch_next_row_supports, softmax_prefetch_next_row_launch, /*parent=*/3},
       {7, "one_reduction", "rows in registers (03/04 layouts), one online (max, sum) reduction",
-       supports_07, launch_07, /*parent=*/4},
+       softmax_one_reduction_supports, softmax_one_reduction_launch, /*parent=*/4},
       {8, "five_blocks", "8192-wide bf16 rows: compile-time 256-thread group, <= 48 regs (5 blocks/SM)",
-       supports_08, launch_08, /*parent=*/7},
+       softmax_five_blocks_supports, softmax_five_blocks_launch, /*parent=*/7},
       {9, "stream_hints", "rungs 07/08 with ld.global.nc.L1::no_allocate x and st.global.cs y",
-       supports_09, launch_09, /*parent=*/8},
+       softmax_stream_hints_supports, softmax_stream_hints_launch, /*parent=*/8},
   };
   return table;
 }

@@ -56,19 +56,19 @@ inline double softmax_flops(long long rows, long long cols) {
 
 // The rungs' own functions (one per file NN_*.cu; only softmax.cu lists them).
 namespace softmax_detail {
-#define KL_SOFTMAX_RUNG(NN)                                                \
-  std::string supports_##NN(const SoftmaxArgs& a, const DeviceInfo& d);  \
-  void launch_##NN(const SoftmaxArgs& a, cudaStream_t s);
-KL_SOFTMAX_RUNG(00)
-KL_SOFTMAX_RUNG(01)
-KL_SOFTMAX_RUNG(02)
-KL_SOFTMAX_RUNG(03)
-KL_SOFTMAX_RUNG(04)
-KL_SOFTMAX_RUNG(05)
-KL_SOFTMAX_RUNG(06)
-KL_SOFTMAX_RUNG(07)
-KL_SOFTMAX_RUNG(08)
-KL_SOFTMAX_RUNG(09)
+#define KL_SOFTMAX_RUNG(name)                                                    \
+  std::string softmax_##name##_supports(const SoftmaxArgs& a, const DeviceInfo& d);  \
+  void softmax_##name##_launch(const SoftmaxArgs& a, cudaStream_t s);
+KL_SOFTMAX_RUNG(three_pass)
+KL_SOFTMAX_RUNG(warp_online)
+KL_SOFTMAX_RUNG(block_row)
+KL_SOFTMAX_RUNG(row_in_regs)
+KL_SOFTMAX_RUNG(rows_per_block)
+KL_SOFTMAX_RUNG(cluster_split)
+KL_SOFTMAX_RUNG(prefetch_next_row)
+KL_SOFTMAX_RUNG(one_reduction)
+KL_SOFTMAX_RUNG(five_blocks)
+KL_SOFTMAX_RUNG(stream_hints)
 #undef KL_SOFTMAX_RUNG
 }  // namespace softmax_detail
 

@@ -12,7 +12,7 @@ namespace {
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    swiglu_scalar(const typename Elem<D>::T* __restrict__ g,
+    swiglu_scalar_kernel(const typename Elem<D>::T* __restrict__ g,
                   const typename Elem<D>::T* __restrict__ u, typename Elem<D>::T* __restrict__ y,
                   long long n) {
   const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
@@ -25,15 +25,15 @@ void launch_t(const SwigluArgs& a, cudaStream_t s) {
   const long long n = numel(a);
   if (n == 0) return;
   const long long blocks = (n + kThreads - 1) / kThreads;  // <= 2^31-1 for any int x int shape
-  swiglu_scalar<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+  swiglu_scalar_kernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
       static_cast<const T*>(a.g), static_cast<const T*>(a.u), static_cast<T*>(a.y), n);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_00(const SwigluArgs& a, const DeviceInfo&) { return swiglu_check_args(a); }
-void launch_00(const SwigluArgs& a, cudaStream_t s) {
+std::string swiglu_scalar_supports(const SwigluArgs& a, const DeviceInfo&) { return swiglu_check_args(a); }
+void swiglu_scalar_launch(const SwigluArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -17,7 +17,7 @@ static_assert(kK >= 1 && kK <= 8, "K vectors of each input live in registers");
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    swiglu_unroll(const typename Elem<D>::T* __restrict__ g,
+    swiglu_unroll4_kernel(const typename Elem<D>::T* __restrict__ g,
                   const typename Elem<D>::T* __restrict__ u, typename Elem<D>::T* __restrict__ y,
                   long long n) {
   const long long nvec = n / Elem<D>::kVec;
@@ -34,15 +34,15 @@ void launch_t(const SwigluArgs& a, cudaStream_t s) {
   const long long nvec = n / Elem<D>::kVec;
   const long long per_block = static_cast<long long>(kThreads) * kK;
   const long long blocks = std::max(1LL, (nvec + per_block - 1) / per_block);
-  swiglu_unroll<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+  swiglu_unroll4_kernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
       static_cast<const T*>(a.g), static_cast<const T*>(a.u), static_cast<T*>(a.y), n);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_02(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
-void launch_02(const SwigluArgs& a, cudaStream_t s) {
+std::string swiglu_unroll4_supports(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
+void swiglu_unroll4_launch(const SwigluArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -15,7 +15,7 @@ constexpr int kK = 4;  // vectors per thread, as rung 02
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    swiglu_hints(const typename Elem<D>::T* __restrict__ g,
+    swiglu_stream_hints_kernel(const typename Elem<D>::T* __restrict__ g,
                  const typename Elem<D>::T* __restrict__ u, typename Elem<D>::T* __restrict__ y,
                  long long n) {
   const long long nvec = n / Elem<D>::kVec;
@@ -33,15 +33,15 @@ void launch_t(const SwigluArgs& a, cudaStream_t s) {
   const long long nvec = n / Elem<D>::kVec;
   const long long per_block = static_cast<long long>(kThreads) * kK;
   const long long blocks = std::max(1LL, (nvec + per_block - 1) / per_block);
-  swiglu_hints<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+  swiglu_stream_hints_kernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
       static_cast<const T*>(a.g), static_cast<const T*>(a.u), static_cast<T*>(a.y), n);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_03(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
-void launch_03(const SwigluArgs& a, cudaStream_t s) {
+std::string swiglu_stream_hints_supports(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
+void swiglu_stream_hints_launch(const SwigluArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

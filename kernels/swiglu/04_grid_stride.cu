@@ -16,7 +16,7 @@ constexpr int kK = 4;  // vectors per thread per chunk, as rungs 02-03
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    swiglu_persistent(const typename Elem<D>::T* __restrict__ g,
+    swiglu_grid_stride_kernel(const typename Elem<D>::T* __restrict__ g,
                       const typename Elem<D>::T* __restrict__ u,
                       typename Elem<D>::T* __restrict__ y, long long n) {
   const long long nvec = n / Elem<D>::kVec;
@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
 // Resident blocks per SM for this kernel (cached by the common helper; capturable), at least 1.
 template <DType D>
 int blocks_per_sm() {
-  return std::max(resident_blocks_per_sm(reinterpret_cast<const void*>(swiglu_persistent<D>), kThreads, 0), 1);
+  return std::max(resident_blocks_per_sm(reinterpret_cast<const void*>(swiglu_grid_stride_kernel<D>), kThreads, 0), 1);
 }
 
 template <DType D>
@@ -42,15 +42,15 @@ void launch_t(const SwigluArgs& a, cudaStream_t s) {
   const long long chunks = std::max(1LL, (nvec + chunk - 1) / chunk);
   const long long wave = static_cast<long long>(device_info().sms) * blocks_per_sm<D>();
   const long long blocks = std::min(chunks, wave);  // never more blocks than chunks
-  swiglu_persistent<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+  swiglu_grid_stride_kernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
       static_cast<const T*>(a.g), static_cast<const T*>(a.u), static_cast<T*>(a.y), n);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_04(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
-void launch_04(const SwigluArgs& a, cudaStream_t s) {
+std::string swiglu_grid_stride_supports(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
+void swiglu_grid_stride_launch(const SwigluArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

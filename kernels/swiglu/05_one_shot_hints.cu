@@ -15,7 +15,7 @@ namespace {
 
 template <DType D>
 __global__ void __launch_bounds__(kThreads)
-    swiglu_vec_hints(const typename Elem<D>::T* __restrict__ g,
+    swiglu_one_shot_hints_kernel(const typename Elem<D>::T* __restrict__ g,
                      const typename Elem<D>::T* __restrict__ u, typename Elem<D>::T* __restrict__ y,
                      long long n) {
   const long long nvec = n / Elem<D>::kVec;
@@ -32,15 +32,15 @@ void launch_t(const SwigluArgs& a, cudaStream_t s) {
   if (n == 0) return;
   const long long nvec = n / Elem<D>::kVec;
   const long long blocks = std::max(1LL, (nvec + kThreads - 1) / kThreads);  // >= 1 for the tail
-  swiglu_vec_hints<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
+  swiglu_one_shot_hints_kernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
       static_cast<const T*>(a.g), static_cast<const T*>(a.u), static_cast<T*>(a.y), n);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_05(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
-void launch_05(const SwigluArgs& a, cudaStream_t s) {
+std::string swiglu_one_shot_hints_supports(const SwigluArgs& a, const DeviceInfo&) { return vector_supports(a); }
+void swiglu_one_shot_hints_launch(const SwigluArgs& a, cudaStream_t s) {
   a.dtype == DType::f32 ? launch_t<DType::f32>(a, s) : launch_t<DType::bf16>(a, s);
 }
 

@@ -10,16 +10,16 @@ namespace kl {
 const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
   using namespace swiglu_detail;
   static const std::vector<Rung<SwigluArgs>> table = {
-      {0, "scalar", "one thread per element, scalar loads", supports_00, launch_00},
-      {1, "vec128", "16-byte vector loads/stores, one vector per thread", supports_01, launch_01, /*parent=*/0},
-      {2, "unroll4", "4 vectors per thread, all loads issued before the math", supports_02,
-       launch_02, /*parent=*/1},
-      {3, "stream_hints", "ld.global.nc.L1::no_allocate inputs, st.global.cs output", supports_03,
-       launch_03, /*parent=*/2},
+      {0, "scalar", "one thread per element, scalar loads", swiglu_scalar_supports, swiglu_scalar_launch},
+      {1, "vec128", "16-byte vector loads/stores, one vector per thread", swiglu_vec128_supports, swiglu_vec128_launch, /*parent=*/0},
+      {2, "unroll4", "4 vectors per thread, all loads issued before the math", swiglu_unroll4_supports,
+       swiglu_unroll4_launch, /*parent=*/1},
+      {3, "stream_hints", "ld.global.nc.L1::no_allocate inputs, st.global.cs output", swiglu_stream_hints_supports,
+       swiglu_stream_hints_launch, /*parent=*/2},
       {4, "grid_stride", "persistent grid of one resident wave (SMs x occupancy), grid-stride loop",
-       supports_04, launch_04, /*parent=*/3},
+       swiglu_grid_stride_supports, swiglu_grid_stride_launch, /*parent=*/3},
       {5, "one_shot_hints", "rung 01 (one vector per thread, one-shot grid) with rung 03's hints",
-       supports_05, launch_05, /*parent=*/1},
+       swiglu_one_shot_hints_supports, swiglu_one_shot_hints_launch, /*parent=*/1},
   };
   return table;
 }

@@ -49,15 +49,15 @@ inline double swiglu_flops(long long rows, long long cols) {
 
 // The rungs' own functions (defined one per file NN_*.cu; only swiglu.cu lists them).
 namespace swiglu_detail {
-#define KL_SWIGLU_RUNG(NN)                                                  \
-  std::string supports_##NN(const SwigluArgs& a, const DeviceInfo& d);   \
-  void launch_##NN(const SwigluArgs& a, cudaStream_t s);
-KL_SWIGLU_RUNG(00)
-KL_SWIGLU_RUNG(01)
-KL_SWIGLU_RUNG(02)
-KL_SWIGLU_RUNG(03)
-KL_SWIGLU_RUNG(04)
-KL_SWIGLU_RUNG(05)
+#define KL_SWIGLU_RUNG(name)                                                   \
+  std::string swiglu_##name##_supports(const SwigluArgs& a, const DeviceInfo& d);  \
+  void swiglu_##name##_launch(const SwigluArgs& a, cudaStream_t s);
+KL_SWIGLU_RUNG(scalar)
+KL_SWIGLU_RUNG(vec128)
+KL_SWIGLU_RUNG(unroll4)
+KL_SWIGLU_RUNG(stream_hints)
+KL_SWIGLU_RUNG(grid_stride)
+KL_SWIGLU_RUNG(one_shot_hints)
 #undef KL_SWIGLU_RUNG
 }  // namespace swiglu_detail
 
