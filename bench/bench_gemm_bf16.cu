@@ -14,8 +14,7 @@
 // list lacks "all" (then every row, cuBLAS's too, gets --iters). --ref-last times the cuBLAS row
 // after the rungs.
 // FLOPs 2MNK; minimum DRAM bytes 2(MK + NK + MN). Tolerances: see bf16_out_tolerance and
-// f32_dot_bound below (both scale with K). With KL_GEMM_EXP=1 in the environment the table also
-// holds experiment rows 30+ / 50+ (rung 03 / 04 with a forced CTA tile; docs/gemm_bf16.md).
+// f32_dot_bound below (both scale with K).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,7 +1,7 @@
 // bench/gemm_inputs.h — the bf16 GEMM's device inputs for one shape, as bench_gemm_bf16 times them:
 // A and W filled uniform in [-1, 1] (W from a second seed), each replicated `copies` times so that
 // launch i can read copy i % copies (rotation past the L2), plus the zeroed Stream-K workspace.
-// Shared by bench_gemm_bf16 and tools/gemm_trace.
+// Used by bench_gemm_bf16.
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -187,7 +187,6 @@ TOTAL=0
 BAD=()
 RUNS=()
 export KL_NO_RAMP=1  # the harness skips its clock ramp: pointless under a sanitizer
-unset KL_GEMM_EXP     # the ladder's table, without the gemm_bf16 experiment rows
 for tool in $TOOLS; do
   for name in "${BL[@]}"; do
     b="$BUILD/$name"

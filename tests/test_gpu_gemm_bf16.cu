@@ -133,20 +133,18 @@ TEST(GemmBf16, TableListsPart1InOrder) {
   }
 }
 
-// Every rung of the ladder (experiment rows, numbered 30+, have their own test) on every shape it
-// takes; each rung must take at least one. Part-1 rungs: only rung 00 may refuse (it needs
+// Every rung of the ladder on every shape it takes; each rung must take at least one. Part-1 rungs: only rung 00 may refuse (it needs
 // multiples of 16), checked with the part-1 bound; the Hopper rungs (sm_90a), which may refuse a
 // shape outside their domain (decode rungs: M <= 64), with the bound of their own tests
 // (kl::test::GemmProblem::tolerance()).
 TEST(GemmBf16, EveryRungMatchesCpu) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
-  kl::test::RungCoverage cov(table(), 30);
+  kl::test::RungCoverage cov(table());
   for (const Shape3& sh : kShapes) {
     Problem p(sh);
     const size_t n = size_t(sh.M) * sh.N;
     for (const auto& rung : table()) {
-      if (rung.number >= 30) continue;
       const int r = rung.number;
       const std::string why = rung.supports(p.args(), d);
       if (!why.empty()) {
@@ -312,26 +310,6 @@ TEST(GemmBf16, EveryTileForcedMatchesCpu) {
   }
 }
 
-// Experiment rows (KL_GEMM_EXP=1 only): numbered 30+; each must compute the product (the decode
-// shape runs the decode rows: rung 11's forced plans, rung 15's variants and strips).
-TEST(GemmBf16, ExperimentRungsMatchCpu) {
-  KL_REQUIRE_GPU();
-  const DeviceInfo& d = device_info();
-  int ran = 0;
-  for (const Shape3& sh : std::vector<Shape3>{{300, 520, 1024}, {4096, 4096, 128}, {40, 1032, 520}}) {
-    Problem p(sh, 11);
-    for (const auto& rung : table()) {
-      if (rung.number < 30 || !rung.supports(p.args(), d).empty()) continue;
-      p.poison();
-      ASSERT_NO_THROW(launch_checked(rung, p.args(), nullptr)) << rung.name;
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << rung.name;
-      EXPECT_EQ(p.check(1500), "") << rung.name << " on " << str(sh);
-      ++ran;
-    }
-  }
-  if (ran == 0) GTEST_SKIP() << "no experiment rows (set KL_GEMM_EXP=1)";
-}
-
 TEST(GemmBf16, RefusesUnsupportedWithReason) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();
@@ -367,9 +345,8 @@ TEST(GemmBf16, RefusesUnsupportedWithReason) {
   EXPECT_EQ(p.check(), "");
 }
 
-// The pick follows the measured per-class lists: never an experiment row, never the cluster
-// multicast rungs (09, 13: slower on every measured shape), always a rung that supports the shape.
-TEST(GemmBf16, PickSkipsSlowAndExperimentRungs) {
+// The pick follows the measured per-class lists: never the cluster multicast rungs (09, 13: slower on every measured shape), always a rung that supports the shape.
+TEST(GemmBf16, PickSkipsSlowRungs) {
   KL_REQUIRE_GPU();
   const std::vector<Shape3> shapes = {{1, 4096, 4096},   {16, 11008, 4096}, {64, 11008, 4096},
                                       {32, 4096, 11008}, {1000, 1000, 1024}, {2048, 2048, 2048},
@@ -384,7 +361,6 @@ TEST(GemmBf16, PickSkipsSlowAndExperimentRungs) {
     ASSERT_NE(r, nullptr) << str(sh);
     EXPECT_NE(r->number, 9) << str(sh);
     EXPECT_NE(r->number, 13) << str(sh);
-    EXPECT_LT(r->number, 30) << str(sh);
     EXPECT_EQ(r->supports(a, device_info()), "") << str(sh);
   }
 }

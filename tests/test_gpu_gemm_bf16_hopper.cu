@@ -282,7 +282,7 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
 // producer lanes): one strip, ragged strips (N not a multiple of 32 or 64), every activation box
 // size (M <= 16 / 32 / 64), K not a multiple of 64, one k-block (warpgroup 1 has nothing: its zero
 // block is still added), long K (the ring wraps many times), the bench's N = 11008 shapes (three
-// CTAs per SM, 8-stage rings). Then the experiment variants on a subset: 2-CTA multicast pairs
+// CTAs per SM, 8-stage rings). Then the variants on a subset: 2-CTA multicast pairs
 // (odd strip counts leave the last cluster's rank 1 without columns; M <= 8 leaves rank 1's half
 // wholly past M) and one producer lane.
 TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
@@ -327,7 +327,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
       std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_15(M, N).c_str());
 }
 
-// Rung 15 with its strip width and cluster forced (experiment rows 130-145: 32-128 W rows per CTA,
+// Rung 15 with its strip width and cluster forced (32-128 W rows per CTA,
 // clusters of 1, 2 or 4 neighbouring strips multicasting the activation box, or pairs splitting M
 // and multicasting W): correct on ragged shapes (strip counts not a multiple of the cluster leave
 // spare CTAs; M at or below a part's rows leaves parts wholly past M unloaded; M <= 16 with
@@ -376,7 +376,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
 // Rung 16 (rung 15's kernel over 64-row tiles of M): M not a multiple of 64 (the last tile's box
 // zero-filled past M, its rows bounded), one tile, tiles that fit one wave with strips of 32-128
 // rows, more tiles than one wave (two CTAs per SM, waves), K tails, the bench's small shapes; and
-// the pairs variant (experiment row 78) bitwise equal to it.
+// the pairs variant bitwise equal to it.
 TEST(GemmBf16Hopper, SmallTilesShapes) {
   KL_REQUIRE_GPU();
   const Dims cases[] = {{1, 264, 72, "one 64-row tile, M = 1"},
@@ -390,7 +390,7 @@ TEST(GemmBf16Hopper, SmallTilesShapes) {
     std::string e = run_rung(16, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
     EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_16(d.M, d.N) << ") " << e;
-    // Pairs of CTAs on one strip and two tiles, W multicast (row 78): the same bits (an odd tile
+    // Pairs of CTAs on one strip and two tiles, W multicast: the same bits (an odd tile
     // count leaves the last pair's second CTA wholly past M).
     Problem p(d.M, d.N, d.K, 4);
     p.poison();
@@ -658,9 +658,9 @@ TEST(GemmBf16Hopper, Deterministic) {
   }
 }
 
-// Rung 12's epilogue (four 64-column passes through two boxes used in turn) and the one before it
-// (two 128-column halves) stage and store the same accumulators, so they give the same bits, and
-// both are correct: on one-tile CTAs with empty passes (200x264: the second N tile's passes 1-3
+// Rung 12's epilogue (four 64-column passes through two boxes used in turn) and rung 08's (one
+// 64 x 256 pass) stage and store the same accumulators (same tiles, same k order), so they give
+// the same bits, and both are correct: on one-tile CTAs with empty passes (200x264: the second N tile's passes 1-3
 // store nothing), on CTAs with two tiles (2126x2264: 153 tiles on the H200's 132 SMs), and on CTAs
 // with two or three one-k-block tiles whose last N tile has empty passes and whose last M tile's
 // second warpgroup block lies wholly past M (2100x4424: 2100 % 128 = 52, 4424 % 256 = 72): every
@@ -680,10 +680,11 @@ TEST(GemmBf16Hopper, EpiloguePassesMatch) {
     sync_or_die(std::string("rung 12 at ") + s.what);
     const auto c12 = p.result();
     EXPECT_EQ(p.check(c12), "") << "rung 12, " << s.what;
+    ASSERT_EQ(kl::hopper_gemm::supports_08(p.args(), kl::device_info()), "") << s.what;
     p.poison();
-    kl::hopper_gemm::launch_12_two_halves(p.args(), 0);
-    sync_or_die(std::string("rung 12 with two halves at ") + s.what);
-    EXPECT_EQ(c12, p.result()) << "two-halves epilogue differs from rung 12's, " << s.what;
+    kl::hopper_gemm::launch_08(p.args(), 0);
+    sync_or_die(std::string("rung 08 at ") + s.what);
+    EXPECT_EQ(c12, p.result()) << "rung 08's one-pass epilogue differs from rung 12's, " << s.what;
   }
 }
 

@@ -106,7 +106,7 @@ def main(build):
     rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::k11<[12],", 2, "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[0-4][<(]", 10, "gemm_bf16 part 1", need=("HMMA",))
     # The 128x256 tile of rungs 03/04 (255 registers, InteriorCopies' pointers among them): no spill.
-    rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[34]<kl::gemm_bf16_detail::MmaCfg<128, 256, 2, 4, 4, 1, false>",
+    rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::k0[34]<kl::gemm_bf16_detail::MmaCfg<128, 256, 2, 4, 4, 1>",
          2, "gemm_bf16 rungs 03/04, 128x256 tile", need=("HMMA",), forbid=("STL",))
 
     a = found["bench_attention"]

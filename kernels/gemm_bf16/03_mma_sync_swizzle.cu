@@ -65,13 +65,6 @@ double model_tile(Tile t, const GemmBf16Args& a, const DeviceInfo& d) {
     case Tile::M: return model<CfgM>(a, d, t);
     case Tile::S: return model<CfgS>(a, d, t);
     case Tile::T: return model<CfgT>(a, d, t);
-    case Tile::X1: return model<CfgX1>(a, d, t);
-    case Tile::X2: return model<CfgX2>(a, d, t);
-    case Tile::X4: return model<CfgX4>(a, d, t);
-    case Tile::X5: return model<CfgX5>(a, d, t);
-    case Tile::X6: return model<CfgX6>(a, d, t);
-    case Tile::X7: return model<CfgX7>(a, d, t);
-    case Tile::X8: return model<CfgX8>(a, d, t);
     default: return INFINITY;
   }
 }
@@ -104,13 +97,6 @@ void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s) {
     case Tile::T: return launch_cfg<CfgT>(a, s);
     case Tile::D16: return launch_cfg<CfgD16>(a, s);
     case Tile::D32: return launch_cfg<CfgD32>(a, s);
-    case Tile::X1: return launch_cfg<CfgX1>(a, s);
-    case Tile::X2: return launch_cfg<CfgX2>(a, s);
-    case Tile::X4: return launch_cfg<CfgX4>(a, s);
-    case Tile::X5: return launch_cfg<CfgX5>(a, s);
-    case Tile::X6: return launch_cfg<CfgX6>(a, s);
-    case Tile::X7: return launch_cfg<CfgX7>(a, s);
-    case Tile::X8: return launch_cfg<CfgX8>(a, s);
     default: break;
   }
   KL_REQUIRE(false, "rung 03: unknown tile " << static_cast<int>(t));

@@ -230,10 +230,6 @@ bool plan_tile(Tile t, int M, int N, int K, const DeviceInfo& d, int sk, Plan& p
     case Tile::T: return plan_cfg<CfgT>(t, M, N, K, d, sk, pl);
     case Tile::D16: return plan_cfg<CfgD16>(t, M, N, K, d, sk, pl);
     case Tile::D32: return plan_cfg<CfgD32>(t, M, N, K, d, sk, pl);
-    case Tile::X1: return plan_cfg<CfgX1>(t, M, N, K, d, sk, pl);
-    case Tile::X2: return plan_cfg<CfgX2>(t, M, N, K, d, sk, pl);
-    case Tile::X7: return plan_cfg<CfgX7>(t, M, N, K, d, sk, pl);
-    case Tile::X8: return plan_cfg<CfgX8>(t, M, N, K, d, sk, pl);
     default: return false;
   }
 }
@@ -282,10 +278,6 @@ void launch_plan(const GemmBf16Args& a, const Plan& pl, cudaStream_t s) {
     case Tile::T: return launch_cfg<CfgT>(a, pl, s);
     case Tile::D16: return launch_cfg<CfgD16>(a, pl, s);
     case Tile::D32: return launch_cfg<CfgD32>(a, pl, s);
-    case Tile::X1: return launch_cfg<CfgX1>(a, pl, s);
-    case Tile::X2: return launch_cfg<CfgX2>(a, pl, s);
-    case Tile::X7: return launch_cfg<CfgX7>(a, pl, s);
-    case Tile::X8: return launch_cfg<CfgX8>(a, pl, s);
     default: KL_REQUIRE(false, "rung 04: tile " << tile_name(pl.tile) << " not instantiated");
   }
 }
@@ -306,7 +298,7 @@ std::string supports_plan(const GemmBf16Args& a, const DeviceInfo& d, size_t nee
 
 size_t streamk_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
   // Enough for whichever plan rung 04 makes for this shape, and (prefill shapes) for any tile forced
-  // with the Stream-K part on (tests, experiment rows): the largest Stream-K grid times that tile's
+  // with the Stream-K part on (tests): the largest Stream-K grid times that tile's
   // partial. Decode shapes only ever use the tile M decides (a few MB, not 17).
   size_t need = 0;
   for (int i = 0; i < static_cast<int>(Tile::kCount); ++i) {

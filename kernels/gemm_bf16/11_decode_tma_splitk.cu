@@ -16,35 +16,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
-#include <utility>
-#include <vector>
 
 #include "common/mma.cuh"
 #include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
-
-// Opt-in timeline (cmake -DKL_DEC_TRACE=ON; tools/gemm_trace.cu): consumer thread 0 of block
-// b < kGemm11TraceBlocks writes %globaltimer into g_trace11[b][slot]: e0 entry (barriers ready),
-// e1 first stage landed, e2 mainloop done, e3 partial parked, e4 first cluster barrier passed,
-// e5 this CTA's rows reduced and stored, e6 exit; e7 (producer lane) its last TMA issued; slot 8 the
-// tag blockIdx.x | rank << 24. The default build has none of it.
-#ifdef KL_DEC_TRACE
-#include "common/ktrace.cuh"
-namespace kl {
-namespace hopper_gemm {
-static __device__ unsigned long long g_trace11[kGemm11TraceBlocks][kGemm11TraceSlots];
-}  // namespace hopper_gemm
-}  // namespace kl
-#define K11_MARK(slot, who)                                                                  \
-  do {                                                                                       \
-    if ((who) && blockIdx.x < kGemm11TraceBlocks) g_trace11[blockIdx.x][slot] = globaltimer_ns(); \
-  } while (0)
-#define K11_TAG(v) \
-  do { if (tid == 0 && blockIdx.x < kGemm11TraceBlocks) g_trace11[blockIdx.x][8] = (v); } while (0)
-#else
-#define K11_MARK(slot, who) ((void)0)
-#define K11_TAG(v) ((void)0)
-#endif
 
 namespace kl {
 namespace hopper_gemm {
@@ -109,11 +84,7 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 // MT = WN / 8): W slabs of 64 rows as A, the activation box as B (m64nWNk16), NSL slabs per
 // consumer warpgroup (both warpgroups always issue NSL slabs: uniform, no divergent wgmma).
 // T (m16 W tiles per CTA) and the ring depth are runtime.
-// P (probe, experiment rows 120+ only; 0 everywhere else): doubles one cost while keeping the
-// result exact, to see which one the time depends on: 1 = the activation box is loaded twice per
-// stage (same bytes, same place), 2 = the consumers' tensor-core work per stage is issued twice
-// (the copy into a dropped accumulator), 4 = the W box is loaded twice per stage (the second from L2).
-template <int MT, int WN, int NSL, int P = 0>
+template <int MT, int WN, int NSL>
 __global__ void __launch_bounds__(THREADS, 2)
     k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
         __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx, int wpre) {
@@ -152,8 +123,6 @@ __global__ void __launch_bounds__(THREADS, 2)
     mbar_ring_init(full, empty, stages, active);
   }
   __syncthreads();
-  K11_MARK(0, tid == 0);
-  K11_TAG(blockIdx.x | (unsigned long long)rank << 24);
 
   const int g = lane / 4, c = lane % 4;
   if (warp == CWARPS) {
@@ -168,7 +137,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       // At most `wpre` W boxes go out before the wait and their activation boxes; the rest of the
       // ring follows box by box (W, then its activation box). Requesting the whole ring's W first
       // (WPRE_ALL, the default) queues MBs of W over the grid ahead of the first activation box,
-      // which delays the first stage at M = 64 (tools/gemm_trace); the narrow-N plan takes
+      // which delays the first stage at M = 64; the narrow-N plan takes
       // wpre = 2 (faster single launches, slightly slower back to back, where the PDL overlap has
       // fewer W boxes to stream early).
       const int pre = min(nk, min(stages, wpre));
@@ -177,24 +146,17 @@ __global__ void __launch_bounds__(THREADS, 2)
       for (int it = 0; it < nk; ++it) {
         const int s = it % stages, r = it / stages;
         mbar_wait(&empty[s], (r & 1) ^ 1);  // fresh barrier: parity 1 passes at once
-        mbar_arrive_expect_tx(&full[s], STAGE + (P & 1 ? MP * 128 : 0) + (P & 4 ? W_BYTES : 0));
+        mbar_arrive_expect_tx(&full[s], STAGE);
         uint8_t* st = ring + s * STAGE;
         tma_load_2d(st, &tmW, &full[s], (kb0 + it) * kBK, n0);
-        if constexpr ((P & 4) != 0) tma_load_2d(st, &tmW, &full[s], (kb0 + it) * kBK, n0);
         if (pfx > 0 && it >= pre && it + pfx < nk) tma_prefetch_l2_2d(&tmW, (kb0 + it + pfx) * kBK, n0);
         if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
-        if constexpr ((P & 1) != 0)
-          if (it >= pre) tma_load_2d(st + W_BYTES, &tmA, &full[s], (kb0 + it) * kBK, 0);
         if (it == pre - 1) {
           pdl_wait();
-          for (int j = 0; j < pre; ++j) {
+          for (int j = 0; j < pre; ++j)
             tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
-            if constexpr ((P & 1) != 0)
-              tma_load_2d(ring + j * STAGE + W_BYTES, &tmA, &full[j], (kb0 + j) * kBK, 0);
-          }
         }
       }
-      K11_MARK(7, true);
     }
     __syncwarp();
   } else if constexpr (WG) {
@@ -212,11 +174,10 @@ __global__ void __launch_bounds__(THREADS, 2)
     const int q = warp / 4, wq = warp % 4;
     const int slabs = (T + 3) / 4;
     float wacc[NS][WN / 2];
-    float wdup[NS][WN / 2];  // probe P & 2 only
 #pragma unroll
     for (int i = 0; i < NS; ++i)
 #pragma unroll
-      for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f, wdup[i][e] = 0.f;
+      for (int e = 0; e < WN / 2; ++e) wacc[i][e] = 0.f;
     uint32_t slab_off[NS];
 #pragma unroll
     for (int i = 0; i < NS; ++i) slab_off[i] = KH ? 0 : (q + 2 * i < slabs ? q + 2 * i : 0) * 64 * 128;
@@ -224,7 +185,6 @@ __global__ void __launch_bounds__(THREADS, 2)
     uint32_t ph = 0;
     for (int kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&full[s], ph);
-      K11_MARK(1, tid == 0 && kb == kb0);
       uint8_t* sW = ring + s * STAGE;
       const uint64_t da = make_smem_desc_sw128(sW + W_BYTES);
       wgmma_fence();
@@ -235,10 +195,6 @@ __global__ void __launch_bounds__(THREADS, 2)
         const uint64_t dw = make_smem_desc_sw128(sW + slab_off[i]);
 #pragma unroll
         for (int kk = 0; kk < NK; ++kk) wg_step<WN>(wacc[i], dw + 2 * (k0 + kk), da + 2 * (k0 + kk));
-        if constexpr ((P & 2) != 0) {
-#pragma unroll
-          for (int kk = 0; kk < NK; ++kk) wg_step<WN>(wdup[i], dw + 2 * (k0 + kk), da + 2 * (k0 + kk));
-        }
       }
       wgmma_commit();
       // One group stays in flight: once the previous stage's group completes, its slot is
@@ -249,15 +205,8 @@ __global__ void __launch_bounds__(THREADS, 2)
       if (++s == stages) s = 0, ph ^= 1;
     }
     wgmma_wait<0>();  // (the last stage needs no release: the producer is done)
-    K11_MARK(2, tid == 0);
     // Named barrier of the 8 consumer warps: every full barrier has been waited (all TMA writes
     // landed) and every wgmma read of the ring is complete before any warp parks into it.
-    if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
-      if (K < 0)
-#pragma unroll
-        for (int i = 0; i < NS; ++i)
-#pragma unroll
-          for (int e = 0; e < WN / 2; ++e) wacc[i][e] += wdup[i][e];
     named_barrier_sync(1, CWARPS * 32);
     // park: thread (wq, lane) holds d[4j + 0/1] at slab row 16 wq + g, activation rows
     // 8j + 2c + 0/1; d[4j + 2/3] at slab row + 8.
@@ -296,20 +245,18 @@ __global__ void __launch_bounds__(THREADS, 2)
   } else {
     // ---- mma.sync consumers: warp w owns m16 tiles w and w + 8 (when < T).
     float acc[2][MT][4];
-    float dup[2][MT][4];  // probe P & 2 only
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int j = 0; j < MT; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f, dup[i][j][e] = 0.f;
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
     const bool two = warp + CWARPS < T;  // warp-uniform
     if (warp < active) {
       int s = 0;
       uint32_t ph = 0;
       for (int kb = kb0; kb < kb1; ++kb) {
         mbar_wait(&full[s], ph);
-        K11_MARK(1, tid == 0 && kb == kb0);
         const uint8_t* sW = ring + s * STAGE;
         const uint8_t* sA = sW + W_BYTES;
 #pragma unroll
@@ -341,10 +288,6 @@ __global__ void __launch_bounds__(THREADS, 2)
               const uint32_t b1[2] = {xv[nt].z, xv[nt].w};
               mma_bf16_16816(acc[tt][nt], a0, b0);
               mma_bf16_16816(acc[tt][nt], a1, b1);
-              if constexpr ((P & 2) != 0) {
-                mma_bf16_16816(dup[tt][nt], a0, b0);
-                mma_bf16_16816(dup[tt][nt], a1, b1);
-              }
             }
           }
         }
@@ -355,15 +298,6 @@ __global__ void __launch_bounds__(THREADS, 2)
     }
     // Consumer warps only (the producer never touches the ring again): all TMA writes landed
     // (active warps waited every full barrier) and all ld.shared of the ring done.
-    if constexpr ((P & 2) != 0)  // keep the probe's copies alive (K is never negative)
-      if (K < 0)
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int j = 0; j < MT; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] += dup[i][j][e];
-    K11_MARK(2, tid == 0);
     named_barrier_sync(1, CWARPS * 32);
     // park: acc[tt][nt][e] = W row (tile*16 + g (+8 for e >= 2)), activation row nt*8 + 2c + (e & 1).
     if (warp < active) {
@@ -380,10 +314,8 @@ __global__ void __launch_bounds__(THREADS, 2)
       }
     }
   }
-  K11_MARK(3, tid == 0);
   pdl_wait();  // C may be read/written by the previous kernel: touch it only after it is done
   cluster_sync();  // all S partials written and visible cluster-wide
-  K11_MARK(4, tid == 0);
 
   // ---- rank r reduces rows [r0, r1) of the strip over ranks 0..S-1 in that fixed order. The S
   // remote loads of an element are issued back to back (independent), then summed in rank order.
@@ -413,9 +345,7 @@ __global__ void __launch_bounds__(THREADS, 2)
       }
     }
   }
-  K11_MARK(5, tid == 0);
   cluster_sync();  // peers may still be reading our partial
-  K11_MARK(6, tid == 0);
 #endif
 }
 
@@ -437,7 +367,6 @@ struct Cfg11 {
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
   int wpre = WPRE_ALL;  // W boxes requested before griddepcontrol.wait (capped by the ring)
-  int probe = 0;      // k11's P (experiment rows 120+ only)
   size_t smem = 0;
   int grid = 1;
 };
@@ -553,39 +482,20 @@ Cfg11 choose(int M, int N, int K) {
   return cache.get(std::make_tuple(device_info().id, M, N, K), [&] { return choose_uncached(M, N, K); });
 }
 
-template <int MT, int WN, int NSL, int P = 0>
+template <int MT, int WN, int NSL>
 void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, MT * 8);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, cf.T * 16);
-  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL, P>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL>), SMEM_OPTIN);
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
   // finishes (the kernel waits with griddepcontrol.wait before touching A or C). Only on a created
   // stream: the legacy default stream keeps its implicit synchronization. Clusters of S CTAs
   // (the attribute is set for S = 1 too, as before the launch helper).
-  pdl_launch_cluster(k11<MT, WN, NSL, P>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
+  pdl_launch_cluster(k11<MT, WN, NSL>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
                      cf.S, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre);
 }
 
-std::string describe(const Cfg11& cf);
-
-// Probe instantiations (experiment rows 120+): the mma.sync path with one activation tile
-// (M <= 8) and the wgmma n64 path with one or two slabs per warpgroup (M = 33..64, T = 5..16;
-// P = 2 with two slabs spills and is not built).
-bool probe_builds(const Cfg11& cf, int P) {
-  return (cf.wn == 0 && cf.mt == 1) || (cf.wn == 64 && (cf.nsl == 1 || (cf.nsl == 2 && P != 2)));
-}
-template <int P>
-void launch_probe(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  if (!probe_builds(cf, P)) throw BadArgument("rung 11 probe: no build for " + describe(cf));
-  if (cf.wn == 0) return launch_mt<1, 0, 1, P>(a, cf, s);
-  if (cf.nsl == 1) return launch_mt<8, 64, 1, P>(a, cf, s);
-  if constexpr (P != 2) launch_mt<8, 64, 2, P>(a, cf, s);
-}
-
 void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  if (cf.probe == 1) return launch_probe<1>(a, cf, s);
-  if (cf.probe == 2) return launch_probe<2>(a, cf, s);
-  if (cf.probe == 4) return launch_probe<4>(a, cf, s);
   if (cf.wn == 64)
     cf.nsl == 0 ? launch_mt<8, 64, 0>(a, cf, s)
                 : cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
@@ -605,63 +515,6 @@ std::string describe(const Cfg11& cf) {
          " pfx=" + std::to_string(cf.pfx) + " wpre=" + std::to_string(std::min(cf.wpre, cf.stages)) +
          " grid=" + std::to_string(cf.grid) +
          " smem=" + std::to_string(cf.smem);
-}
-
-// Experiment rows (KL_GEMM_EXP=1 only, numbered 80+): rung 11 with (T, S, ring mode) forced on
-// every shape, so one bench run measures the configurations the cost model chooses between.
-struct Forced { int T, S, mode, pfx; const char* name; int wpre = WPRE_ALL; };
-constexpr Forced kForced[] = {
-    {8, 4, 2, 0, "x11_T8_S4_r2"},    {8, 4, 1, 0, "x11_T8_S4_r1"},   {16, 8, 1, 0, "x11_T16_S8_r1"},
-    {12, 6, 1, 0, "x11_T12_S6_r1"},  {11, 2, 1, 0, "x11_T11_S2_r1"}, {11, 2, 2, 0, "x11_T11_S2_r2"},
-    {16, 3, 1, 0, "x11_T16_S3_r1"},  {16, 8, 2, 0, "x11_T16_S8_r2"}, {6, 2, 1, 0, "x11_T6_S2_r1"},
-    {4, 2, 1, 0, "x11_T4_S2_r1"},    {4, 2, 2, 0, "x11_T4_S2_r2"},   {6, 1, 1, 0, "x11_T6_S1_r1"},
-    {8, 4, 2, 4, "x11_T8_S4_r2_pf4"}, {4, 2, 2, 8, "x11_T4_S2_r2_pf8"}, {11, 2, 2, 4, "x11_T11_S2_r2_pf4"},
-    {8, 4, 1, 4, "x11_T8_S4_r1_pf4"},
-    // two CTAs of the same grid per SM (grid ~ 2 x #SMs, 104 KB rings): 2 producers per SM
-    {4, 4, 2, 0, "x11_T4_S4_r2"},    {8, 8, 2, 0, "x11_T8_S8_r2"},   {6, 2, 2, 0, "x11_T6_S2_r2"},
-    // neighbours of the plan's rules
-    {8, 2, 1, 0, "x11_T8_S2_r1"},    {5, 2, 1, 0, "x11_T5_S2_r1"},   {7, 2, 1, 0, "x11_T7_S2_r1"},
-    {12, 2, 1, 0, "x11_T12_S2_r1"},  {6, 3, 1, 0, "x11_T6_S3_r1"},   {9, 2, 1, 0, "x11_T9_S2_r1"},
-    {12, 4, 2, 0, "x11_T12_S4_r2"},
-    // taller strips at M = 64 (activation bytes per W byte halved vs T = 8)
-    {16, 4, 1, 0, "x11_T16_S4_r1"},  {16, 4, 2, 0, "x11_T16_S4_r2"},  {16, 2, 1, 0, "x11_T16_S2_r1"},
-    // one slab per CTA (T = 4: both warpgroups split its k steps)
-    {4, 1, 2, 0, "x11_T4_S1_r2"},    {4, 1, 1, 0, "x11_T4_S1_r1"},   {4, 3, 1, 0, "x11_T4_S3_r1"},
-    // two W boxes before griddepcontrol.wait, then box by box (W, activations)
-    {8, 2, 1, 0, "x11_T8_S2_r1_w2", 2},   {4, 2, 1, 0, "x11_T4_S2_r1_w2", 2},
-    {4, 2, 2, 0, "x11_T4_S2_r2_w2", 2},   {8, 4, 2, 0, "x11_T8_S4_r2_w2", 2},
-    {12, 4, 2, 0, "x11_T12_S4_r2_w2", 2}, {11, 2, 1, 0, "x11_T11_S2_r1_w2", 2},
-    {6, 2, 1, 0, "x11_T6_S2_r1_w2", 2},
-};
-constexpr int kNumForced = sizeof(kForced) / sizeof(kForced[0]);
-static_assert(80 + kNumForced <= 120, "forced rows stay below the probe rows");
-template <int I>
-void launch_forced(const GemmBf16Args& a, cudaStream_t s) {
-  launch_cfg(a, make_cfg(a.M, a.N, a.K, kForced[I].T, kForced[I].S, kForced[I].mode, kForced[I].pfx,
-                         kForced[I].wpre), s);
-}
-template <int... I>
-void add_forced(std::vector<Rung<GemmBf16Args>>& t, std::integer_sequence<int, I...>) {
-  (t.push_back({80 + I, kForced[I].name, "experiment: rung 11 with (T, S, ring mode, L2 prefetch, W boxes before the PDL wait) forced",
-                supports_11, launch_forced<I>}),
-   ...);
-}
-
-// Probe rows (KL_GEMM_EXP=1 only, numbered 120+): rung 11's own plan with one cost doubled (k11's
-// P), exact results; only plans probe_builds() has an instantiation for.
-template <int P>
-std::string supports_11_probe(const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = supports_11(a, d);
-  if (!why.empty()) return why;
-  const Cfg11 c = choose(a.M, a.N, a.K);
-  if (!probe_builds(c, P)) return "no probe build for rung 11's plan here (" + describe(c) + ")";
-  return "";
-}
-template <int P>
-void launch_probe_row(const GemmBf16Args& a, cudaStream_t s) {
-  Cfg11 c = choose(a.M, a.N, a.K);
-  c.probe = P;
-  launch_cfg(a, c, s);
 }
 
 }  // namespace
@@ -690,29 +543,6 @@ std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K));
 int grid_11(int M, int N, int K) { return choose(M, N, K).grid; }
 int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode) {
   return make_cfg(M, N, K, T, S, ring_mode).grid;
-}
-
-#ifdef KL_DEC_TRACE
-void gemm11_trace_clear(cudaStream_t s) {
-  void* p = nullptr;
-  KL_CHECK(cudaGetSymbolAddress(&p, g_trace11));
-  KL_CHECK(cudaMemsetAsync(p, 0, sizeof(g_trace11), s));
-}
-void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks) {
-  const int n = std::clamp(nblocks, 0, kGemm11TraceBlocks);
-  out.assign(static_cast<size_t>(n) * kGemm11TraceSlots, 0ull);
-  if (n > 0) KL_CHECK(cudaMemcpyFromSymbol(out.data(), g_trace11, out.size() * sizeof(out[0])));
-}
-#endif
-
-void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t) {
-  add_forced(t, std::make_integer_sequence<int, kNumForced>{});
-  t.push_back({120, "p11_act_x2", "probe: rung 11's plan, activation box loaded twice per stage",
-               supports_11_probe<1>, launch_probe_row<1>});
-  t.push_back({121, "p11_mma_x2", "probe: rung 11's plan, tensor-core work issued twice per stage",
-               supports_11_probe<2>, launch_probe_row<2>});
-  t.push_back({122, "p11_w_x2", "probe: rung 11's plan, W box loaded twice per stage (2nd from L2)",
-               supports_11_probe<4>, launch_probe_row<4>});
 }
 
 }  // namespace hopper_gemm

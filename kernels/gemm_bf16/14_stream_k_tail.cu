@@ -205,8 +205,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 
 // ---------------------------------------------------------------- host: the plan
-// mode: 0 = the model decides, +1 = Stream-K part forced on (tests, experiment row), -1 = off,
-// +2 = the one-tile variant forced on (experiment row).
+// mode: 0 = the model decides, +1 = Stream-K part forced on, -1 = off, +2 = the one-tile variant
+// forced on (the tests).
 struct Plan {
   Sched s{};
   int grid = 0;
@@ -316,7 +316,7 @@ void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode) { launch_
 
 size_t workspace_14(int M, int N, int K, const DeviceInfo& d) {
   if (M <= 0 || N <= 0 || K <= 0 || d.sms <= 0) return 0;
-  // Enough for the model's plan and for the Stream-K part forced on (tests, experiment row).
+  // Enough for the model's plan and for the Stream-K part forced on (tests).
   return std::max({make_plan(M, N, K, d.sms, 0).need, make_plan(M, N, K, d.sms, +1).need,
                    make_plan(M, N, K, d.sms, +2).need});
 }

@@ -38,7 +38,7 @@ Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
 // 64; past 132 x 128 columns, 128-row strips several per SM. At N = 11008 88-row strips beat
 // 32-row strips at three per SM, and strips wider or narrower than one per SM are slower (96: 115
 // CTAs; 80: 138 CTAs, two waves). Clusters multicasting the activation box and split-M pairs
-// multicasting W are slower than this plan on every decode shape (experiment rows 130-145).
+// multicasting W are slower than this plan on every decode shape (launch_15_strip: the tests run them).
 int strip_of(int N) {
   const int sms = device_info().sms;
   for (int bn = 32; bn < 128; bn += 8)

@@ -8,8 +8,8 @@
 // Why: small prefill shapes (e.g. 1024^3, 128x4096x4096) have too few 128x256 tiles for the card.
 // Limits: nothing is read before griddepcontrol.wait (at M > 64, W may be another kernel's output);
 //   the fixed cost of a launch is a large part of the time, and in waves it is slow, so the entry
-//   point runs it only where its tiles fit one wave (gemm_bf16.cu, class OneWave). Pairs (experiment
-//   row 78, not in the plan): two CTAs of a cluster share each W box by multicast.
+//   point runs it only where its tiles fit one wave (gemm_bf16.cu, class OneWave). Pairs (tests only,
+//   not in the plan): two CTAs of a cluster share each W box by multicast.
 #include "gemm_bf16/whole_k.cuh"
 
 namespace kl {
@@ -24,7 +24,7 @@ int strip_of_16(int M, int N) {
     if (static_cast<long long>(ceil_div(N, bn)) * mt <= sms) return bn;
   return 128;
 }
-// pairs (experiment row 78): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
+// pairs (tests only): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
 // each loading half of every W box and multicasting it (W crosses from L2 once per pair).
 Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
   if (pairs) bn = std::min(128, ceil_div(bn, 32) * 32);  // W halves of whole swizzle atoms

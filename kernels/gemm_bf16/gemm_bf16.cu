@@ -1,7 +1,6 @@
 // kernels/gemm_bf16/gemm_bf16.cu — the rung table (written once), the entry point and its pick,
 // the workspace size, and helpers the part-1 rung files share.
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -55,125 +54,8 @@ const char* tile_name(Tile t) {
     case Tile::T: return "64x64_w32x32_s4_3cta";
     case Tile::D16: return "16x64_s6";
     case Tile::D32: return "32x64_s6";
-    case Tile::X1: return "128x256_16w64x32_s4";
-    case Tile::X2: return "256x128_16w64x32_s4";
-    case Tile::X4: return "128x128_4w64x64_s3_2cta";
-    case Tile::X5: return "256x128_w64x64_s4";
-    case Tile::X6: return "128x256_w64x64_s3";
-    case Tile::X7: return "128x256_w64x64_s4_ilv";
-    case Tile::X8: return "128x256_16w64x32_s4_ilv";
     default: return "?";
   }
-}
-
-// Experiment rows (only with KL_GEMM_EXP=1 in the environment; never in the default table): rung 03
-// and rung 04 with each CTA tile forced, numbered 30 + tile and 50 + tile, so one bench run can
-// measure every tile on the same inputs.
-template <Tile T>
-void launch03_tile(const GemmBf16Args& a, cudaStream_t s) { rung03_launch_tile(T, a, s); }
-template <Tile T>
-void launch04_tile(const GemmBf16Args& a, cudaStream_t s) { rung04_launch_tile(T, +1, a, s); }
-template <Tile T>
-std::string supports04_tile(const GemmBf16Args& a, const DeviceInfo& d) {
-  return rung04_supports_tile(T, +1, a, d);
-}
-template <Tile T>
-std::string supports03_tile(const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = rung03_supports(a, d);
-  if (why.empty() && d.smem_optin < 192 * 1024) why = "experiment tiles assume Hopper's smem";
-  return why;
-}
-template <Tile T>
-void add_exp(std::vector<Rung<GemmBf16Args>>& t) {
-  static const std::string n3 = std::string("x03_") + tile_name(T),
-                           n4 = std::string("x04_") + tile_name(T);
-  t.push_back({30 + static_cast<int>(T), n3.c_str(), "experiment: rung 03, tile forced",
-               supports03_tile<T>, launch03_tile<T>});
-  if (T == Tile::L || T == Tile::M || T == Tile::X1 || T == Tile::X2 || T == Tile::X7)
-    t.push_back({50 + static_cast<int>(T), n4.c_str(), "experiment: rung 04, tile forced, Stream-K part forced on",
-                 supports04_tile<T>, launch04_tile<T>});
-}
-// Rung 14 with its Stream-K part forced on (70) / off (71) / one-tile variant (72): measures what
-// the plan's model decides.
-std::string supports14_on(const GemmBf16Args& a, const DeviceInfo& d) {
-  return hopper_gemm::supports_14_forced(a, d, +1);
-}
-void launch14_on(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +1); }
-std::string supports14_off(const GemmBf16Args& a, const DeviceInfo& d) {
-  return hopper_gemm::supports_14_forced(a, d, -1);
-}
-void launch14_off(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, -1); }
-std::string supports14_one(const GemmBf16Args& a, const DeviceInfo& d) {
-  return hopper_gemm::supports_14_forced(a, d, +2);
-}
-void launch14_one(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_14_forced(a, s, +2); }
-template <int V>
-void launch15_variant(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_variant(a, V, s); }
-// Rung 15 with (strip rows, cluster) forced: rows 130 + 3 * (BN / 32 - 1) + log2(CL); split-M
-// pairs 142 + BN / 32 - 1.
-template <int BN, int CL, bool SPLITM = false>
-void launch15_strip(const GemmBf16Args& a, cudaStream_t s) { hopper_gemm::launch_15_strip(a, BN, CL, SPLITM, s); }
-// Widths between the multiples of 32 (no clusters): rows 146-149.
-template <int BN, int ROW>
-void add_exp15w(std::vector<Rung<GemmBf16Args>>& t) {
-  static const std::string name = "x15_bn" + std::to_string(BN) + "_cl1";
-  static const std::string what = "experiment: rung 15 with " + std::to_string(BN) + "-row W strips, no clusters";
-  t.push_back({ROW, name.c_str(), what.c_str(), hopper_gemm::supports_15, launch15_strip<BN, 1>});
-}
-template <int BN>
-void add_exp15m(std::vector<Rung<GemmBf16Args>>& t) {
-  static const std::string name = "x15_bn" + std::to_string(BN) + "_m2";
-  static const std::string what = "experiment: rung 15, pairs of CTAs on one " + std::to_string(BN) +
-                                  "-row W strip, each taking half of M, W boxes multicast";
-  t.push_back({142 + BN / 32 - 1, name.c_str(), what.c_str(), hopper_gemm::supports_15,
-               launch15_strip<BN, 2, true>});
-}
-template <int BN, int CL>
-void add_exp15(std::vector<Rung<GemmBf16Args>>& t) {
-  static const std::string name = "x15_bn" + std::to_string(BN) + "_cl" + std::to_string(CL);
-  static const std::string what =
-      "experiment: rung 15 with " + std::to_string(BN) + "-row W strips, " +
-      (CL == 1 ? std::string("no clusters")
-               : "clusters of " + std::to_string(CL) + " multicasting the activation box");
-  t.push_back({130 + 3 * (BN / 32 - 1) + (CL == 1 ? 0 : CL == 2 ? 1 : 2), name.c_str(), what.c_str(),
-               hopper_gemm::supports_15, launch15_strip<BN, CL>});
-}
-void append_experiment_rungs(std::vector<Rung<GemmBf16Args>>& t) {
-  add_exp<Tile::L>(t);
-  add_exp<Tile::M>(t);
-  add_exp<Tile::X1>(t);
-  add_exp<Tile::X2>(t);
-  add_exp<Tile::X4>(t);
-  add_exp<Tile::X5>(t);
-  add_exp<Tile::X6>(t);
-  add_exp<Tile::X7>(t);
-  add_exp<Tile::X8>(t);
-  t.push_back({70, "x14_sk_on", "experiment: rung 14, Stream-K part forced on", supports14_on,
-               launch14_on});
-  t.push_back({71, "x14_sk_off", "experiment: rung 14, Stream-K part off (rung 12's schedule)",
-               supports14_off, launch14_off});
-  t.push_back({72, "x14_sk1_on", "experiment: rung 14, one-tile Stream-K (only the last partial wave split)",
-               supports14_one, launch14_one});
-  t.push_back({73, "x12_two_halves", "experiment: rung 12, epilogue in two 128-column halves",
-               hopper_gemm::supports_12, hopper_gemm::launch_12_two_halves});
-  t.push_back({74, "x12_no_pdl", "experiment: rung 12 without programmatic dependent launch",
-               hopper_gemm::supports_12, hopper_gemm::launch_12_no_pdl});
-  // 75-77: rung 15 with one of its choices undone (15_decode_no_split.cu); 78: rung 16 in pairs.
-  t.push_back({75, "x15_multicast", "experiment: rung 15 in 2-CTA clusters, each loading half the activation box and multicasting it",
-               hopper_gemm::supports_15, launch15_variant<1>});
-  t.push_back({76, "x15_one_lane", "experiment: rung 15 with one producer thread",
-               hopper_gemm::supports_15, launch15_variant<2>});
-  t.push_back({77, "x15_ring4", "experiment: rung 15 with its ring cut to a multiple of 4 stages",
-               hopper_gemm::supports_15, launch15_variant<3>});
-  t.push_back({78, "x16_pairs", "experiment: rung 16 in clusters of two CTAs on one strip and two 64-row tiles, W multicast",
-               hopper_gemm::supports_16, hopper_gemm::launch_16_pairs});
-  hopper_gemm::append_experiment_rungs_11(t);  // 80+: decode rung 11 with (T, S, ring) forced
-  add_exp15<32, 1>(t), add_exp15<32, 2>(t), add_exp15<32, 4>(t);
-  add_exp15<64, 1>(t), add_exp15<64, 2>(t), add_exp15<64, 4>(t);
-  add_exp15<96, 1>(t), add_exp15<96, 2>(t), add_exp15<96, 4>(t);
-  add_exp15<128, 1>(t), add_exp15<128, 2>(t), add_exp15<128, 4>(t);
-  add_exp15m<32>(t), add_exp15m<64>(t), add_exp15m<96>(t), add_exp15m<128>(t);
-  add_exp15w<80, 146>(t), add_exp15w<88, 147>(t), add_exp15w<104, 148>(t), add_exp15w<112, 149>(t);
 }
 
 }  // namespace gemm_bf16_detail
@@ -197,7 +79,6 @@ const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
          rung04_supports, rung04_launch, /*parent=*/3},
     };
     gemm_bf16_append_hopper_rungs(t);
-    if (const char* e = std::getenv("KL_GEMM_EXP"); e && *e == '1') append_experiment_rungs(t);
     return t;
   }();
   return table;
@@ -278,10 +159,10 @@ const Rung<GemmBf16Args>* gemm_bf16_pick(const GemmBf16Args& args, const DeviceI
     const Rung<GemmBf16Args>* r = find_rung(table, std::to_string(n));
     if (r && r->supports(args, d).empty()) return r;
   }
-  // Nothing in the list: any supported rung, experiment rows (30+) excluded.
+  // Nothing in the list: the highest-numbered supported rung.
   const Rung<GemmBf16Args>* best = nullptr;
   for (const auto& r : table)
-    if (r.number < 30 && r.supports(args, d).empty() && (!best || r.number > best->number))
+    if (r.supports(args, d).empty() && (!best || r.number > best->number))
       best = &r;
   return best;
 }

@@ -20,8 +20,8 @@ KL_GEMM_BF16_RUNG(04)
 #undef KL_GEMM_BF16_RUNG
 
 // The CTA tiles of rungs 03 and 04 (mma_sync_tile.cuh has their shapes). The rungs choose one per
-// call; tests and the bench's experiment rows force each one through the *_tile entry points.
-enum class Tile { L, M, S, T, D16, D32, X1, X2, X4, X5, X6, X7, X8, kCount };
+// call; tests force each one through the *_tile entry points.
+enum class Tile { L, M, S, T, D16, D32, kCount };
 const char* tile_name(Tile t);
 void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s);
 // Rung 04 with a forced tile; sk = +1 forces the Stream-K part on (whenever the tiles do not fill

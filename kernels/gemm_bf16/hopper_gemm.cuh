@@ -42,38 +42,22 @@ std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d);  // decode,
 void launch_11(const GemmBf16Args& a, cudaStream_t s);
 std::string describe_11(int M, int N, int K);  // the launch configuration rung 11 picks
 // Rung 11 with (T = m16 W tiles per CTA, S = K split / cluster size, ring sized for ring_mode CTAs
-// per SM: 1 or 2, pfx = W boxes prefetched into L2 past the ring) forced: the tests' and the
-// experiment rows' way to run every configuration.
+// per SM: 1 or 2, pfx = W boxes prefetched into L2 past the ring) forced: the tests' way to run
+// every configuration.
 void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s);
-// Experiment rows 80+ (KL_GEMM_EXP=1): rung 11 with each forced configuration of its sweep.
-void append_experiment_rungs_11(std::vector<Rung<GemmBf16Args>>& t);
 // Rung 11's grid (CTAs) for a shape, as its plan launches it.
 int grid_11(int M, int N, int K);
 // ... and for launch_11_forced's configuration.
 int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode);
-// Rung 11's opt-in timeline (cmake -DKL_DEC_TRACE=ON; tools/gemm_trace.cu): blocks
-// b < kGemm11TraceBlocks record kGemm11TraceSlots words each (e0-e7 %globaltimer ns, then the tag).
-constexpr int kGemm11TraceBlocks = 1024;
-constexpr int kGemm11TraceSlots = 9;
-#ifdef KL_DEC_TRACE
-void gemm11_trace_clear(cudaStream_t s);
-// Copies blocks [0, min(nblocks, kGemm11TraceBlocks)) of the trace, row-major, into `out`.
-void gemm11_trace_dump(std::vector<unsigned long long>& out, int nblocks);
-#endif
 std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
 void launch_12(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12 with its epilogue in two 128-column halves instead of four 64-column passes
-// (experiment row 73 and the tests' comparison).
-void launch_12_two_halves(const GemmBf16Args& a, cudaStream_t s);
-// Rung 12 launched without programmatic dependent launch (experiment row 74: the PDL A/B).
-void launch_12_no_pdl(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
 void launch_13(const GemmBf16Args& a, cudaStream_t s);
 std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
 void launch_14(const GemmBf16Args& a, cudaStream_t s);
 // Rung 14 with its schedule forced: mode +1 = Stream-K part on (whenever there are tiles), -1 = off
-// (rung 12's schedule), +2 = one-tile variant on, 0 = the model (= supports_14 / launch_14). Tests
-// and the experiment rows.
+// (rung 12's schedule), +2 = one-tile variant on, 0 = the model (= supports_14 / launch_14). For
+// the tests.
 std::string supports_14_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode);
 void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode);
 // Workspace rung 14 needs for this shape (its plan, or the Stream-K part forced on: the larger).
@@ -83,25 +67,25 @@ std::string describe_14(int M, int N, int K, int sms, int mode);
 std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d);  // decode, no K split
 void launch_15(const GemmBf16Args& a, cudaStream_t s);
 // Rung 15 with its ring sized for `cps` CTAs per SM (1..4) and `wpre` W boxes requested before
-// griddepcontrol.wait: the tests' and the experiment rows' way to run other plans.
+// griddepcontrol.wait: the tests' way to run other plans.
 void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
 std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
 // Rung 16 (small_tiles): rung 15's kernel over 64-row tiles of any M (grid.y), strips as narrow as
 // one CTA per SM allows: small prefill shapes, where 128x256 tiles leave most SMs idle.
 std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d);
 void launch_16(const GemmBf16Args& a, cudaStream_t s);
-// Rung 16 in clusters of two CTAs sharing one strip over two neighbouring 64-row tiles, W boxes
-// multicast (experiment row 78).
-void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s);
 std::string describe_16(int M, int N);
-// Rung 15 with one of its choices undone (experiment rows 75-77): 1 multicast pairs (2-CTA
-// clusters sharing the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
+// Rung 15 with one of its choices undone (the tests): 1 multicast pairs (2-CTA clusters sharing
+// the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
 void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
 // Rung 15 with its strip width forced to bn W rows per CTA (a multiple of 8 from 32 to 128; clusters
 // and pairs: 32, 64, 96, 128) in clusters of cl CTAs (1, 2, 4) sharing the activation box by
 // multicast, or (splitm, cl = 2) pairs sharing one strip, each taking half of M and multicasting
-// half of every W box; the ring as the plan sizes it (experiment rows 130-149 and the tests).
+// half of every W box; the ring as the plan sizes it (the tests).
 void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s);
+// Rung 16 in clusters of two CTAs sharing one strip over two neighbouring 64-row tiles, W boxes
+// multicast (the tests).
+void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
@@ -222,8 +206,7 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4; PASSES = 2 in
-// experiment row 73). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
 // accumulator) goes to bf16, then by stmatrix.x4 into its 128B-swizzled staging boxes (`myC`:
 // epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each; conflict-free), and leaves by TMA
 // store (one bulk group per pass), in PASSES passes of 256 / PASSES columns.
@@ -240,8 +223,8 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
                                                    const CUtensorMap* tmC, int M, int N, int r0,
                                                    int c0, int cw, int t128) {
   constexpr int COLS = 256 / PASSES;  // columns per pass
-  static_assert(PASSES == 1 || PASSES == 2 || PASSES == 4, "4, 2 or 1 boxes per pass");
-  // PASSES 1, 2: a pass fills every box of myC, so it waits until ALL earlier stores have read
+  static_assert(PASSES == 1 || PASSES == 4, "4 boxes in one pass or 1 box per pass");
+  // PASSES 1: the pass fills every box of myC, so it waits until ALL earlier stores have read
   // them (wait_group.read 0). PASSES 4: one box per pass, two boxes used in turn, so a pass waits
   // only for the store of two passes back (wait_group.read 1: the previous pass's may still read).
   constexpr int BUSY = PASSES == 4 ? 1 : 0;

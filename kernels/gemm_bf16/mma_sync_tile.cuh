@@ -10,10 +10,7 @@
 //   * per warp a WM x WN sub-tile of mma.sync.m16n8k16 (MI x NI instructions per 16-wide k slice),
 //     fragments loaded with ldmatrix.x4 and double-buffered across the four k slices of a stage;
 //   * epilogue: fp32 accumulators -> bf16 pairs stored straight from registers (4 bytes a lane).
-// The rungs pick a tile per call (03: wave model; 04: wave + Stream-K model); the X* tiles and the
-// INTERLEAVE k-loop exist for the measured sweep (docs/gemm_bf16.md): none beat 128x256 of 8 warps
-// of 64x64 with the copies issued right after the barrier, so only the tests and KL_GEMM_EXP=1
-// experiment rows launch them.
+// The rungs pick a tile per call (03: wave model; 04: wave + Stream-K model).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -31,13 +28,9 @@ namespace kl::gemm_bf16_detail {
 
 constexpr int kBK = 64;  // k-step: 64 bf16 = one 128-byte swizzled row per tile row
 
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_,
-          bool INTERLEAVE_ = false>
+template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_>
 struct MmaCfg {
   static constexpr int BM = BM_, BN = BN_, BK = kBK;
-  // false: the next stage's copies are all issued right after the k-step's barrier; true: they are
-  // spread over the four k slices, and the barrier sits before the last slice's mma (mainloop).
-  static constexpr bool INTERLEAVE = INTERLEAVE_;
   static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
   static constexpr int STAGES = STAGES_, MIN_BLOCKS = MIN_BLOCKS_;
   static constexpr int WARPS = WARPS_M * WARPS_N, THREADS = WARPS * 32;
@@ -60,9 +53,8 @@ struct MmaCfg {
 using bf16 = __nv_bfloat16;
 
 // Copies k-step `kt` of the A and W tiles into one pipeline stage (no wait, no commit): this
-// thread's chunks [I0, I1) of its A_CHUNKS + B_CHUNKS (A's first), so the copy can be issued in
-// parts; the default is all of them.
-template <class Cfg, int I0 = 0, int I1 = Cfg::A_CHUNKS + Cfg::B_CHUNKS>
+// thread's A_CHUNKS + B_CHUNKS 16-byte chunks.
+template <class Cfg>
 __device__ __forceinline__ void load_stage(char* stage, const bf16* __restrict__ A,
                                            const bf16* __restrict__ W, int M, int N, int K, int m0,
                                            int n0, int kt, int tid) {
@@ -71,7 +63,6 @@ __device__ __forceinline__ void load_stage(char* stage, const bf16* __restrict__
   const int k0 = kt * Cfg::BK;
 #pragma unroll
   for (int i = 0; i < Cfg::A_CHUNKS; ++i) {
-    if (i < I0 || i >= I1) continue;  // compile-time: i, I0, I1 are constants after unrolling
     const int idx = tid + i * Cfg::THREADS;
     const int r = idx >> 3, c = idx & 7;  // tile row, 16-byte chunk (8 bf16 of k)
     const int gr = m0 + r, gk = k0 + c * 8;
@@ -82,7 +73,6 @@ __device__ __forceinline__ void load_stage(char* stage, const bf16* __restrict__
   }
 #pragma unroll
   for (int i = 0; i < Cfg::B_CHUNKS; ++i) {
-    if (i + Cfg::A_CHUNKS < I0 || i + Cfg::A_CHUNKS >= I1) continue;
     const int idx = tid + i * Cfg::THREADS;
     const int r = idx >> 3, c = idx & 7;
     const int gn = n0 + r, gk = k0 + c * 8;
@@ -219,45 +209,6 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
     cp_async_commit();
   }
   uint32_t a[2][Cfg::MI][4], b[2][Cfg::NI][2];
-  if constexpr (Cfg::INTERLEAVE) {
-    // CUTLASS-style multistage order: step i+STAGES-1's copies go out in four parts, one per k
-    // slice, between the fragment loads and the mma, and the one barrier per k-step sits before
-    // the LAST slice's mma. Hazards: the slot refilled during step i is step i-1's, whose last
-    // fragment loads (slice 3, issued during step i-1's slice 2) precede step i-1's barrier; the
-    // wait + barrier before slice 3 publishes step i+1 (this thread's copies, then everyone's),
-    // so step i+1's slice-0 fragments can be loaded before slice 3's mma is issued.
-    constexpr int kParts = Cfg::BK / 16, kChunks = Cfg::A_CHUNKS + Cfg::B_CHUNKS;
-    static_assert(kParts == 4, "four 16-wide slices per 64-wide k-step");
-    cp_async_wait<Cfg::STAGES - 2>();  // step 0 has landed
-    __syncthreads();
-    load_frags<Cfg>(smem, 0, warp_m, warp_n, lane, a[0], b[0]);
-    for (int i = 0; i < nk; ++i) {
-      const char* st = smem + (i % Cfg::STAGES) * Cfg::STAGE_BYTES;
-      const int nxt = i + Cfg::STAGES - 1;
-      char* wst = smem + (nxt % Cfg::STAGES) * Cfg::STAGE_BYTES;  // step i-1's slot
-      auto slice = [&](auto kkc) {
-        constexpr int kk = decltype(kkc)::value;
-        if constexpr (kk + 1 < kParts)
-          load_frags<Cfg>(st, kk + 1, warp_m, warp_n, lane, a[(kk + 1) & 1], b[(kk + 1) & 1]);
-        if (nxt < nk)
-          load_stage<Cfg, kk * kChunks / kParts, (kk + 1) * kChunks / kParts>(
-              wst, A, W, M, N, K, m0, n0, kt0 + nxt, tid);
-        if constexpr (kk == kParts - 1) {
-          cp_async_commit();                 // one group per step (possibly empty)
-          cp_async_wait<Cfg::STAGES - 2>();  // this thread's copies of step i+1 have landed
-          __syncthreads();                   // everyone's; and step i's reads are all issued
-          if (i + 1 < nk)
-            load_frags<Cfg>(smem + ((i + 1) % Cfg::STAGES) * Cfg::STAGE_BYTES, 0, warp_m, warp_n,
-                            lane, a[0], b[0]);
-        }
-        slice_mma<Cfg>(a[kk & 1], b[kk & 1], acc);
-      };
-      slice(std::integral_constant<int, 0>{});
-      slice(std::integral_constant<int, 1>{});
-      slice(std::integral_constant<int, 2>{});
-      slice(std::integral_constant<int, 3>{});
-    }
-  } else {
   // Interior tiles (almost all of a large GEMM) copy through InteriorCopies; edge tiles keep
   // load_stage's per-row tests and zero fill. Only tiles with 8 warps per SM (255 registers a
   // thread): the 2-3 CTA/SM and 16-warp tiles run at <= 128 registers, where the plan's registers
@@ -281,7 +232,6 @@ __device__ __forceinline__ void mainloop(char* smem, const bf16* __restrict__ A,
     }
     cp_async_commit();
     stage_mma<Cfg>(smem + (i % Cfg::STAGES) * Cfg::STAGE_BYTES, warp_m, warp_n, lane, a, b, acc);
-  }
   }
   cp_async_wait<0>();  // only empty groups can remain, but make it explicit
   __syncthreads();
@@ -331,21 +281,6 @@ using CfgM = MmaCfg<128, 128, 2, 4, 3, 2>;
 using CfgS = MmaCfg<64, 128, 2, 4, 4, 2>;
 // 64x64, 4 warps 2x2 of 32x32, 4 stages x 16 KB = 64 KB: 3 CTAs/SM.
 using CfgT = MmaCfg<64, 64, 2, 2, 4, 3>;
-// ---- sweep-only tiles (experiment rows 30+ / 50+ with KL_GEMM_EXP=1, and the tests)
-// X1: 128x256, 16 warps 2x8 of 64x32, 4 stages, 1 CTA/SM (4 warps per sub-core)
-using CfgX1 = MmaCfg<128, 256, 2, 8, 4, 1>;
-// X2: 256x128, 16 warps 4x4 of 64x32, 4 stages, 1 CTA/SM
-using CfgX2 = MmaCfg<256, 128, 4, 4, 4, 1>;
-// X4: 128x128, 4 warps 2x2 of 64x64, 3 stages x 32 KB, 2 CTAs/SM
-using CfgX4 = MmaCfg<128, 128, 2, 2, 3, 2>;
-// X5: 256x128, 8 warps 4x2 of 64x64, 4 stages, 1 CTA/SM
-using CfgX5 = MmaCfg<256, 128, 4, 2, 4, 1>;
-// X6: 128x256, 8 warps 2x4 of 64x64, 3 stages (144 KB), 1 CTA/SM
-using CfgX6 = MmaCfg<128, 256, 2, 4, 3, 1>;
-// X7: L with the copies interleaved over the k slices (mainloop's INTERLEAVE path)
-using CfgX7 = MmaCfg<128, 256, 2, 4, 4, 1, true>;
-// X8: X1 interleaved
-using CfgX8 = MmaCfg<128, 256, 2, 8, 4, 1, true>;
 // Decode: 16x64 and 32x64, 4 warps 1x4 of 16x16 / 32x16, 6 stages (a memory stream: deep pipe).
 using CfgD16 = MmaCfg<16, 64, 1, 4, 6, 3>;
 using CfgD32 = MmaCfg<32, 64, 1, 4, 6, 3>;
@@ -357,14 +292,7 @@ using CfgD32 = MmaCfg<32, 64, 1, 4, 6, 3>;
 inline double tile_efficiency(Tile t) {
   switch (t) {
     case Tile::L: return 1.00;
-    case Tile::X5: return 0.998;
-    case Tile::X6: return 0.983;
-    case Tile::X4: return 0.963;
-    case Tile::X7: return 0.919;
-    case Tile::X1: return 0.914;
     case Tile::M: return 0.901;
-    case Tile::X2: return 0.883;
-    case Tile::X8: return 0.677;
     case Tile::S: return 0.75;
     case Tile::T: return 0.55;
     default: return 0.50;

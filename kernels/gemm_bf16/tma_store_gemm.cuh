@@ -7,9 +7,9 @@
 // full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
 // 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
-// (hopper_gemm.cuh: tma_store_epilogue). PDL (default on; off only in experiment row 74): the grid
-// waits for the previous one after its prologue and launches programmatic-dependent, so back to
-// back the next GEMM's launch and prologue run under this one's tail.
+// (hopper_gemm.cuh: tma_store_epilogue). PDL: the grid waits for the previous one after its
+// prologue and launches programmatic-dependent, so back to back the next GEMM's launch and prologue
+// run under this one's tail.
 #pragma once
 #include "common/pdl.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
@@ -34,7 +34,7 @@ constexpr size_t smem_bytes() {
   return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
 }
 
-template <int STAGES, int PASSES, bool PDL = true>
+template <int STAGES, int PASSES>
 __global__ void __launch_bounds__(THREADS, 1)
     kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
            const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
@@ -60,13 +60,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     mbar_ring_init(full, empty, STAGES, CONSUMER_WARPS);
   }
   __syncthreads();
-  if constexpr (PDL) {
-    // Programmatic dependent launch: the next grid of the stream may start its CTAs (launch,
-    // this prologue) on SMs as ours leave; every thread waits for the previous grid (which may
-    // produce A or W, or read C) to complete before any global access.
-    pdl_trigger();
-    pdl_wait();
-  }
+  // Programmatic dependent launch: the next grid of the stream may start its CTAs (launch, this
+  // prologue) on SMs as ours leave; every thread waits for the previous grid (which may produce A
+  // or W, or read C) to complete before any global access.
+  pdl_trigger();
+  pdl_wait();
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
@@ -111,17 +109,17 @@ std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
-template <int STAGES, int PASSES, bool PDL = true>
+template <int STAGES, int PASSES>
 void launch(const GemmBf16Args& a, cudaStream_t s) {
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES, PDL>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  pdl_launch(kernel<STAGES, PASSES, PDL>, dim3(grid), dim3(THREADS), SMEM, s, PDL && pdl_stream(s),
+  pdl_launch(kernel<STAGES, PASSES>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
              tA, tW, tC, a.M, a.N, a.K);
 }
 

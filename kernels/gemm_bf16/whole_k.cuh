@@ -19,7 +19,7 @@ namespace {
 
 constexpr int CWARPS = 8;                  // two consumer warpgroups
 constexpr int THREADS = CWARPS * 32 + 32;  // + one producer warp = 288
-constexpr int NL = 4;                      // producer lanes (row 76: one)
+constexpr int NL = 4;                      // producer lanes (one in a test variant)
 constexpr int HEAD = 1024;                 // mbarriers (<= 2 x 64 x 8 B) ahead of the ring
 constexpr int MAX_STAGES = 64;
 constexpr int SMEM_OPTIN = 227 * 1024;
@@ -38,10 +38,10 @@ __host__ __device__ constexpr int slack_bytes(int MP, int BN) {
 constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 
 // MP: activation box rows (M rounded up: 16, 32, 64). BN: W rows (output columns) per CTA, a
-// multiple of 8 from 32 to 128 (the plan's; the experiment rows force others). CL: CTAs of a cluster of
+// multiple of 8 from 32 to 128 (the plan's; the tests force others). CL: CTAs of a cluster of
 // neighbouring strips, each loading MP / CL rows of every activation box and multicasting them to
-// all (1: no cluster). LANES: producer lanes (experiment row 76: 1). SPLITM (experiment rows
-// 142-145, cuBLAS's M = 64 pairing): the two CTAs of a cluster (CL = 2) share one strip instead,
+// all (1: no cluster). LANES: producer lanes (a test variant: 1). SPLITM (tests only,
+// cuBLAS's M = 64 pairing): the two CTAs of a cluster (CL = 2) share one strip instead,
 // rank r taking activation rows r * MP.. (MP = 32 at M = 64), each loading half of every W box and
 // multicasting it to both: W crosses from L2 once per pair, each CTA reads half the activations.
 template <int MP, int BN, int CL, int LANES, bool SPLITM = false>
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
     // and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
     // A slot is free once this CTA's consumers (and, with multicast, every peer's) released it.
-    // Known gap (experiment rows only): with activation multicast and parts <
+    // Known gap (test variants only): with activation multicast and parts <
     // CL (M at or below a part's rows), a rank that sends nothing does not hold its peers back, so
     // in principle a peer could finish round r + 1 of a slot and arrive on this CTA's empty barrier
     // before this CTA's own round-r arrival lands, miscounting its phases; it needs one remote
@@ -217,7 +217,7 @@ struct Cfg15 {
 // Calls f(Kern<MP, BN, CL, LANES, SPLITM>{}) for a configuration's kernel: the instantiations that
 // exist are, with four lanes, BN = 32, 40, ..., 128 without clusters; BN in {32, 64, 96, 128} in
 // clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs; one lane
-// only at BN = 32 without clusters (row 76). Rung 16's dispatch (ALL = false) holds MP = 64 only.
+// only at BN = 32 without clusters. Rung 16's dispatch (ALL = false) holds MP = 64 only.
 template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
 struct Kern {
   static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
