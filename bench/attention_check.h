@@ -220,7 +220,7 @@ inline AttentionArgs attention_shape(const Shape& sh) {
 inline size_t attention_q_elems(const AttentionArgs& a) { return size_t(a.B) * a.Hq * a.Sq * a.D; }
 inline size_t attention_kv_elems(const AttentionArgs& a) { return size_t(a.B) * a.Hkv * a.Skv * a.D; }
 
-// The device inputs of one attention problem, shared by bench_attention and tools/dec_trace:
+// The device inputs of one attention problem (bench_attention):
 // `copies` identical sets of Q, K, V (bf16, uniform in [-1, 1] from `seed`) so that launches can
 // rotate through more bytes than the L2 holds, one O, and the workspace the rungs ask for
 // (attention_workspace_bytes, at least 256 bytes). args(i) points a launch at set i % copies.

@@ -12,7 +12,7 @@
 #include "bench/attention_check.h"
 #include "bench/harness.h"
 #include "kernels/attention/attention.h"
-#include "kernels/attention/attention_internal.h"  // attn03_workspace_bytes: does rung 03 split here?
+#include "kernels/attention/attention_internal.h"  // attention_flash_split_kv_workspace_bytes: does rung 03 split here?
 #include "tests/attention_test_util.h"
 #include "tests/gpu_test.h"
 
@@ -145,7 +145,7 @@ TEST(AttentionGpu, TailSplitNonCausalMatchesRung02) {
     KL_REQUIRE(it->supports(a, d).empty(), "rung " << n << " refuses " << a.Hq << " heads: " << it->supports(a, d));
     return *it;
   };
-  if (attn03_workspace_bytes(a, d) == 0)
+  if (attention_flash_split_kv_workspace_bytes(a, d) == 0)
     GTEST_SKIP() << "rung 03's plan on this device splits no tail at " << a.Hq * 2 << " tiles";
   std::vector<uint16_t> o2(p.nQ), o3(p.nQ);
   for (int n : {2, 3}) {

@@ -110,9 +110,9 @@ def main(build):
          2, "gemm_bf16 rungs 03/04, 128x256 tile", need=("HMMA",), forbid=("STL",))
 
     a = found["bench_attention"]
-    rule(a, r"kl::hattn::fa_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))
+    rule(a, r"kl::hattn::flash_attention_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))
     rule(a, r"kl::flash::flash_mma_kernel<", 4, "attention mma.sync rungs 02/03", need=("HMMA",))
-    rule(a, r"kl::\(anonymous namespace\)::decode(09)?_kernel<", 4, "attention decode kernels", need=("HMMA",))
+    rule(a, r"kl::\(anonymous namespace\)::attention_(flash_split_kv_decode|decode_split_kv)_kernel<", 4, "attention decode kernels", need=("HMMA",))
 
     s = found["bench_sgemm"]
     rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<64, 2, 8, 256, false>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))

@@ -4,12 +4,14 @@
 // products, P in registers, 4 warps x 32 rows, 64-key tiles).
 //
 // Rows (JSON lines through the bench harness, family "attention_probe", op "prefill"):
-//   0 02_full          flash_mma_kernel exactly as rung 02 launches it (Cfg<D, 4, 2, 64, 2|3, 2>;
+//   0 02_full          flash_mma_kernel exactly as rung 02 launches it (flash::CfgBig<D, HM>;
 //                      tiles head-major when non-causal, heaviest first when causal: flash::tile_of)
-//   1 nosoftmax        the same with P = bf16(S): no row max, exp2, sum, mask or O rescale; the
-//                      products, the cp.async ring and its barriers stay (Cfg's PROBE = 1)
-//   3 products         also no ring: every KV step reads the resident stage 0 with ldmatrix (PROBE =
-//                      3): the two products and their shared-memory operand stream alone
+//   1 nosoftmax        the same with the NoSoftmax piece below for flash::OnlineSoftmax: P = bf16(S),
+//                      no row max, exp2, sum, mask or O rescale; the products, the cp.async ring
+//                      and its barriers stay
+//   3 products         also the ResidentStage piece for flash::CpAsyncRing: every KV step reads the
+//                      resident stage 0 with ldmatrix: the two products and their shared-memory
+//                      operand stream alone
 //   4 full_qtile_major / full_head_major
 //                      rung 02's kernel in the other tile order; real attention: its O must equal
 //                      02_full's bit for bit (checked here; a mismatch fails the row)
@@ -34,16 +36,32 @@ namespace {
 using namespace kl;
 using namespace kl::bench;
 
-template <int D, bool HM, int PROBE>
-using CfgP = flash::CfgBig<D, HM, PROBE>;  // rung 02's Cfg02<D, HM> at PROBE 0
+// The pieces that leave a part of rung 02's kernel out (flash_mma.cuh): no softmax (P = bf16(S), no
+// row max, exp2, sum, mask, O rescale or 1 / l), and no K/V ring (every KV step reads the resident
+// stage 0: no copies, no barriers in the loop).
+struct NoSoftmax {
+  static constexpr bool present = false;
+};
+struct ResidentStage {
+  static constexpr bool present = false;
+};
 
-// The rung's tile order (head-major when non-causal, flash::tile_of) or, with OTHER, the other one.
-template <int PROBE, bool OTHER = false>
+// Rung 02's kernel with the given pieces, in the rung's tile order (head-major when non-causal,
+// flash::tile_of) or, with OTHER, the other one.
+template <class Softmax, class Ring, bool OTHER = false>
 void launch_d(const AttentionArgs& a, cudaStream_t s) {
+  using flash::CfgBig;
+  using flash::launch_whole_tiles;
   const bool hm = OTHER ? a.causal : !a.causal;
-  if (a.D == 64) hm ? flash::launch_whole_tiles<CfgP<64, true, PROBE>>(a, s) : flash::launch_whole_tiles<CfgP<64, false, PROBE>>(a, s);
-  else hm ? flash::launch_whole_tiles<CfgP<128, true, PROBE>>(a, s) : flash::launch_whole_tiles<CfgP<128, false, PROBE>>(a, s);
+  if (a.D == 64)
+    hm ? launch_whole_tiles<CfgBig<64, true>, Softmax, Ring>(a, s)
+       : launch_whole_tiles<CfgBig<64, false>, Softmax, Ring>(a, s);
+  else
+    hm ? launch_whole_tiles<CfgBig<128, true>, Softmax, Ring>(a, s)
+       : launch_whole_tiles<CfgBig<128, false>, Softmax, Ring>(a, s);
 }
+using flash::CpAsyncRing;
+using flash::OnlineSoftmax;
 
 int run(int argc, char** argv) {
   Options o = parse_cli(argc, argv, "attn_ceiling", "B=..,H=..,S=..,D=..,causal=0|1 (Sq = Skv = S, Hq = Hkv = H)");
@@ -82,7 +100,7 @@ int run(int argc, char** argv) {
     a.B = static_cast<int>(B); a.Hq = a.Hkv = static_cast<int>(H);
     a.Sq = a.Skv = static_cast<int>(S); a.D = static_cast<int>(D); a.causal = causal != 0;
     a.scale = 0.f;  // 1/sqrt(D)
-    const std::string why = attn02_supports(a, dev);
+    const std::string why = attention_flash_mma_sync_supports(a, dev);
     if (!why.empty()) {
       rep.skip("attn_ceiling " + str, why);
       continue;
@@ -106,15 +124,15 @@ int run(int argc, char** argv) {
       r.t = time_launches([&](int) { fn(a, stream.s); }, o, stream);
       rep.emit(r);
     };
-    row(0, "02_full", "rung 02's kernel as it launches", launch_d<0>);
+    row(0, "02_full", "rung 02's kernel as it launches", launch_d<OnlineSoftmax, CpAsyncRing>);
     std::vector<uint16_t> o_ref(n), o_other(n);
     KL_CHECK(cudaStreamSynchronize(stream));
     KL_CHECK(cudaMemcpy(o_ref.data(), out.ptr, 2 * n, cudaMemcpyDeviceToHost));
-    row(1, "nosoftmax", "P = bf16(S): no max, exp2, sum, mask or rescale; ring and barriers kept", launch_d<1>);
-    row(3, "products", "no softmax, no ring: both products on the resident stage 0", launch_d<3>);
+    row(1, "nosoftmax", "P = bf16(S): no max, exp2, sum, mask or rescale; ring and barriers kept", launch_d<NoSoftmax, CpAsyncRing>);
+    row(3, "products", "no softmax, no ring: both products on the resident stage 0", launch_d<NoSoftmax, ResidentStage>);
     // The other tile order must reorder whole tiles only: O bit for bit the same.
     poison(out.ptr, 2 * n, stream);
-    launch_d<0, true>(a, stream);
+    launch_d<OnlineSoftmax, CpAsyncRing, true>(a, stream);
     KL_CHECK(cudaStreamSynchronize(stream));
     KL_CHECK(cudaMemcpy(o_other.data(), out.ptr, 2 * n, cudaMemcpyDeviceToHost));
     const char* other = causal ? "full_head_major" : "full_qtile_major";
@@ -124,7 +142,7 @@ int run(int argc, char** argv) {
       r.dtype = "bf16"; r.shape = sh;
       rep.fail(r, "the other tile order changed O (it must only reorder whole tiles)");
     } else {
-      row(4, other, "rung 02's kernel in the other tile order (O equal to 02_full's, checked)", launch_d<0, true>);
+      row(4, other, "rung 02's kernel in the other tile order (O equal to 02_full's, checked)", launch_d<OnlineSoftmax, CpAsyncRing, true>);
     }
   }
   return rep.finish();

@@ -17,7 +17,7 @@ namespace kl {
 namespace {
 
 template <int D>
-__global__ void __launch_bounds__(128) attn00_kernel(AttentionArgs a, float sl2) {
+__global__ void __launch_bounds__(128) attention_warp_per_row_kernel(AttentionArgs a, float sl2) {
   constexpr int E = D / 32;  // elements per lane: 2 (D=64) or 4 (D=128), contiguous
   static_assert(D % 64 == 0 && E % 2 == 0, "D must be 64 or 128");
   const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -80,16 +80,16 @@ __global__ void __launch_bounds__(128) attn00_kernel(AttentionArgs a, float sl2)
 
 }  // namespace
 
-std::string attn00_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return attention_common_supports(a, d);
+std::string attention_warp_per_row_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return attention_args_supports(a, d);
 }
 
-void attn00_launch(const AttentionArgs& a, cudaStream_t s) {
+void attention_warp_per_row_launch(const AttentionArgs& a, cudaStream_t s) {
   const long long rows = static_cast<long long>(a.B) * a.Hq * a.Sq;
   const unsigned grid = static_cast<unsigned>((rows + 3) / 4);  // 4 warps (rows) per block
   const float sl2 = attention_scale_log2(a);
-  if (a.D == 64) attn00_kernel<64><<<grid, 128, 0, s>>>(a, sl2);
-  else attn00_kernel<128><<<grid, 128, 0, s>>>(a, sl2);
+  if (a.D == 64) attention_warp_per_row_kernel<64><<<grid, 128, 0, s>>>(a, sl2);
+  else attention_warp_per_row_kernel<128><<<grid, 128, 0, s>>>(a, sl2);
   KL_CHECK_LAUNCH();
 }
 

@@ -25,13 +25,14 @@ constexpr int kPtStride = kBM + 4;  // Pt row stride (floats): float4-aligned, s
 static_assert(kBM == 16 * 4 && kBN == 8 * 8 && kThreads == 16 * 8, "thread tile arithmetic");
 
 template <int D>
-constexpr int attn01_smem_bytes() {
+constexpr int flash_cuda_cores_smem_bytes() {
   // Qt [D][BM] + Kt [D][BN] + Vs [BN][D] + Pt [BN][BM+4], fp32
   return (D * kBM + D * kBN + kBN * D + kBN * kPtStride) * 4;
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads) attn01_kernel(AttentionArgs a, float sl2, int nqt) {
+__global__ void __launch_bounds__(kThreads)
+    attention_flash_cuda_cores_kernel(AttentionArgs a, float sl2, int nqt) {
   extern __shared__ __align__(16) float sm[];
   float* Qt = sm;                 // [D][BM]  Q^T, pre-scaled by sl2
   float* Kt = Qt + D * kBM;       // [D][BN]  K^T
@@ -207,30 +208,31 @@ __global__ void __launch_bounds__(kThreads) attn01_kernel(AttentionArgs a, float
 }
 
 template <int D>
-void attn01_run(const AttentionArgs& a, cudaStream_t s) {
-  constexpr int smem = attn01_smem_bytes<D>();
-  KL_CHECK(cudaFuncSetAttribute(attn01_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+void run_flash_cuda_cores(const AttentionArgs& a, cudaStream_t s) {
+  constexpr int smem = flash_cuda_cores_smem_bytes<D>();
+  KL_CHECK(cudaFuncSetAttribute(attention_flash_cuda_cores_kernel<D>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int nqt = (a.Sq + kBM - 1) / kBM;
   dim3 grid(a.B * a.Hq, nqt);
-  attn01_kernel<D><<<grid, kThreads, smem, s>>>(a, attention_scale_log2(a), nqt);
+  attention_flash_cuda_cores_kernel<D><<<grid, kThreads, smem, s>>>(a, attention_scale_log2(a), nqt);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string attn01_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why = attention_common_supports(a, d);
+std::string attention_flash_cuda_cores_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  std::string why = attention_args_supports(a, d);
   if (!why.empty()) return why;
-  const int smem = a.D == 64 ? attn01_smem_bytes<64>() : attn01_smem_bytes<128>();
+  const int smem = a.D == 64 ? flash_cuda_cores_smem_bytes<64>() : flash_cuda_cores_smem_bytes<128>();
   if (smem > d.smem_optin) return "needs " + std::to_string(smem) + " B of shared memory per block";
   if (static_cast<long long>(a.B) * a.Hq > 2147483647LL || (a.Sq + kBM - 1) / kBM > 65535)
     return "grid too large (B*Hq or Sq/64 > 65535)";
   return "";
 }
 
-void attn01_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) attn01_run<64>(a, s);
-  else attn01_run<128>(a, s);
+void attention_flash_cuda_cores_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) run_flash_cuda_cores<64>(a, s);
+  else run_flash_cuda_cores<128>(a, s);
 }
 
 }  // namespace kl

@@ -23,29 +23,29 @@ namespace {
 // (255 registers each); D = 64: 3 stages, 64 KB.
 // HM: non-causal tiles head by head (their K/V stay in L2), causal heaviest first (flash::tile_of).
 template <int D, bool HM = false>
-using Cfg02 = flash::CfgBig<D, HM>;
+using FlashMmaSyncTile = flash::CfgBig<D, HM>;
 
 template <int D>
-void launch02(const AttentionArgs& a, cudaStream_t s) {
-  if (a.causal) flash::launch_whole_tiles<Cfg02<D, false>>(a, s);
-  else flash::launch_whole_tiles<Cfg02<D, true>>(a, s);
+void launch_flash_mma_sync(const AttentionArgs& a, cudaStream_t s) {
+  if (a.causal) flash::launch_whole_tiles<FlashMmaSyncTile<D, false>>(a, s);
+  else flash::launch_whole_tiles<FlashMmaSyncTile<D, true>>(a, s);
 }
 
 }  // namespace
 
-std::string attn02_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why = attention_common_supports(a, d);
+std::string attention_flash_mma_sync_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  std::string why = attention_args_supports(a, d);
   if (!why.empty()) return why;
-  const int smem = a.D == 64 ? Cfg02<64>::SMEM : Cfg02<128>::SMEM;
+  const int smem = a.D == 64 ? FlashMmaSyncTile<64>::SMEM : FlashMmaSyncTile<128>::SMEM;
   if (smem > d.smem_optin) return "needs " + std::to_string(smem) + " B of shared memory per block";
   const long long tiles = static_cast<long long>((a.Sq + 127) / 128) * a.B * a.Hq;
   if (tiles > 2147483647LL) return "too many query tiles for a 1-D grid";
   return "";
 }
 
-void attn02_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) launch02<64>(a, s);
-  else launch02<128>(a, s);
+void attention_flash_mma_sync_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) launch_flash_mma_sync<64>(a, s);
+  else launch_flash_mma_sync<128>(a, s);
 }
 
 }  // namespace kl

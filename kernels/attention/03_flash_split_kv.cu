@@ -13,7 +13,7 @@
 // Why: a tail wave leaves SMs idle, and decode must stream each KV head from DRAM once per packed
 //   tile in one kernel. Without a large enough workspace the rung still runs, unsplit.
 // Limits: decode is a DRAM stream plus a fixed cost per step (launch, first round trip, merge)
-//   that small caches cannot amortize (tools/dec_trace shows it); causal prefill is not split.
+//   that small caches cannot amortize; causal prefill is not split.
 #include <algorithm>
 #include <climits>
 
@@ -40,7 +40,7 @@ struct DecCfg {
 };
 
 template <int D, int STAGES>
-__global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
+__global__ void __launch_bounds__(dec::kThreads) attention_flash_split_kv_decode_kernel(dec::Params p) {
   using C = DecCfg<D, STAGES>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // [16][D]
@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
   // before us in the stream, so nothing is read before the wait; the trigger lets the next step's
   // launch queue its blocks behind ours (its own wait orders it after our completion).
   pdl_wait();
-  KL_DEC_MARK(0, tid);
   pdl_trigger();
   dec::load_q_async<D>(p, w, Qs, tid);
 
@@ -98,7 +97,6 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
     if (it == 0) cp_async_wait<STAGES - 1>();
     else cp_async_wait<STAGES - 2>();
     __syncthreads();  // tile it visible to every warp; every warp is done with tile it - 1
-    if (it == 0) KL_DEC_MARK(1, tid);
     if (it >= 1) {
       const int nn = n - 1 + STAGES;  // refill the stage of tile it - 1
       if (nn < n_end) load_kv(nn, (it - 1) % STAGES);
@@ -109,7 +107,6 @@ __global__ void __launch_bounds__(dec::kThreads) decode_kernel(dec::Params p) {
   }
   cp_async_wait<0>();
   __syncthreads();  // every warp is done with the stages: reuse them for the merge
-  KL_DEC_MARK(2, tid);
   dec::finish<D>(p, w, st, reinterpret_cast<unsigned char*>(KVs), tid);
 }
 
@@ -144,7 +141,12 @@ struct Plan {
 template <int D, bool HM = false>
 using PBig = flash::CfgBig<D, HM>;
 template <int D, bool HM = false>
-using PSmall = flash::Cfg<D, 4, 1, 64, 3, 2, HM>;
+struct Rows64Tile : flash::Rows128Tile<D, HM> {
+  static constexpr int m_tiles_per_warp = 1;
+  static constexpr int stages = 3;
+};
+template <int D, bool HM = false>
+using PSmall = flash::Cfg<Rows64Tile<D, HM>>;
 
 int prefill_smem(int D, bool small) {
   if (D == 64) return small ? PSmall<64>::SMEM : PBig<64>::SMEM;
@@ -204,10 +206,11 @@ Plan make_plan(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
 template <int D, int STAGES>
 void run_decode(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   using C = DecCfg<D, STAGES>;
-  attention_smem_optin(reinterpret_cast<const void*>(decode_kernel<D, STAGES>), C::SMEM);
+  attention_smem_optin(reinterpret_cast<const void*>(attention_flash_split_kv_decode_kernel<D, STAGES>),
+                       C::SMEM);
   dec::Params p = dec::make_params(a, pl.d);
-  dec::launch(decode_kernel<D, STAGES>, static_cast<unsigned>(pl.d.tiles * pl.d.splits), dec::kThreads, C::SMEM,
-              st, p);
+  dec::launch(attention_flash_split_kv_decode_kernel<D, STAGES>,
+              static_cast<unsigned>(pl.d.tiles * pl.d.splits), dec::kThreads, C::SMEM, st, p);
 }
 
 template <class C>
@@ -233,8 +236,8 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
 
 }  // namespace
 
-std::string attn03_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why = attention_common_supports(a, d);
+std::string attention_flash_split_kv_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  std::string why = attention_args_supports(a, d);
   if (!why.empty()) return why;
   const Plan pl = make_plan(a, d, 0);
   const int smem = pl.decode ? dec_smem(a.D) : prefill_smem(a.D, pl.small);
@@ -243,11 +246,11 @@ std::string attn03_supports(const AttentionArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-size_t attn03_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
+size_t attention_flash_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
   return make_plan(a, d, SIZE_MAX).ws_bytes;
 }
 
-void attn03_launch(const AttentionArgs& a, cudaStream_t s) {
+void attention_flash_split_kv_launch(const AttentionArgs& a, cudaStream_t s) {
   const DeviceInfo& d = device_info();
   // A missing, short or misaligned (float4 stores) workspace means: run unsplit.
   const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;
@@ -263,30 +266,5 @@ void attn03_launch(const AttentionArgs& a, cudaStream_t s) {
     else a.causal ? run_prefill<PBig<128>>(a, pl, s) : run_prefill<PBig<128, true>>(a, pl, s);
   }
 }
-
-#ifdef KL_DEC_TRACE
-void attn03_trace_clear(cudaStream_t s) {
-  void* p = nullptr;
-  KL_CHECK(cudaGetSymbolAddress(&p, dec::g_trace));
-  KL_CHECK(cudaMemsetAsync(p, 0, sizeof(dec::g_trace), s));
-}
-
-void attn03_trace_dump(std::vector<unsigned long long>& out, int nblocks) {
-  const int n = std::clamp(nblocks, 0, kDecTraceBlocks);
-  out.assign(static_cast<size_t>(n) * kDecTraceSlots, 0ull);
-  if (n > 0) KL_CHECK(cudaMemcpyFromSymbol(out.data(), dec::g_trace, out.size() * sizeof(out[0])));
-}
-
-Attn03DecodeGrid attn03_decode_grid(const AttentionArgs& a) {
-  const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;  // as attn03_launch
-  const Plan pl = make_plan(a, device_info(), ws);
-  Attn03DecodeGrid g;
-  if (pl.decode) {  // prefill shapes: tiles stays 0 (no decode grid)
-    g.tiles = pl.d.tiles;
-    g.splits = pl.d.splits;
-  }
-  return g;
-}
-#endif
 
 }  // namespace kl

@@ -10,22 +10,34 @@
 //   Hopper tensor-core rates; TMA removes cp.async's address arithmetic.
 // Limits: all 256 threads compute and thread 0 refills a stage after a __syncthreads, so every
 //   refill waits for the slowest warpgroup (rung 05).
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 4
+#endif
+#ifndef KL_ATTENTION_04_CONFIG
+#define KL_ATTENTION_04_CONFIG
 #include "attention/hopper_fa.cuh"
 #include "attention/hopper_rungs.h"
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 2, false, false, false, false, 4>;
-using C128 = hattn::Cfg<128, 2, 128, 2, false, false, false, false, 4>;
-}  // namespace
+namespace hattn {
+// Rung 04's configuration: the Defaults (2 consumer warpgroups x 64 rows, 128-key tiles, a
+// 2-stage K/V ring refilled by thread 0, no producer warpgroup) at head dim D.
+template <int D>
+struct WgmmaTma : Defaults {
+  static constexpr int head_dim = D;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_wgmma_tma_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 4
+namespace kl {
+std::string attention_wgmma_tma_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::WgmmaTma>(a, d);
 }
 
-void attn_wgmma_tma_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_wgmma_tma_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::WgmmaTma>(a, s);
 }
 }  // namespace kl
+#endif

@@ -8,22 +8,33 @@
 //   (40) to the consumers (232) so S, O and P stay resident.
 // Why: in rung 04 every refill waits for the slowest warpgroup and the issuing thread computes too.
 // Limits: the tensor cores idle during each softmax (rung 06).
-#include "attention/hopper_fa.cuh"
-#include "attention/hopper_rungs.h"
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 5
+#endif
+#ifndef KL_ATTENTION_05_CONFIG
+#define KL_ATTENTION_05_CONFIG
+#include "attention/04_wgmma_tma.cu"  // rung 04: the parent configuration
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, false, false, false, 5>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, false, false, false, 5>;
-}  // namespace
+namespace hattn {
+// Rung 04's configuration plus the producer warpgroup (which runs 3 stages ahead at D = 64).
+template <int D>
+struct WarpSpecialized : WgmmaTma<D> {
+  static constexpr bool producer_warpgroup = true;
+  static constexpr int stages = D == 64 ? 3 : 2;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_warp_specialized_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 5
+namespace kl {
+std::string attention_warp_specialized_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::WarpSpecialized>(a, d);
 }
 
-void attn_warp_specialized_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_warp_specialized_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::WarpSpecialized>(a, s);
 }
 }  // namespace kl
+#endif

@@ -8,22 +8,32 @@
 // Why: in rung 05 the tensor cores idle during each softmax (exp2, max, sum).
 // Limits: the two warpgroups run in lock-step, so each one's softmax still competes with its own
 //   P V only (rung 07). The entry point's non-causal long pick.
-#include "attention/hopper_fa.cuh"
-#include "attention/hopper_rungs.h"
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 6
+#endif
+#ifndef KL_ATTENTION_06_CONFIG
+#define KL_ATTENTION_06_CONFIG
+#include "attention/05_warp_specialized.cu"  // rung 05: the parent configuration
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, false, false, 6>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, false, false, 6>;
-}  // namespace
+namespace hattn {
+// Rung 05's configuration plus the overlapped loop.
+template <int D>
+struct IntraWgOverlap : WarpSpecialized<D> {
+  static constexpr bool intra_wg_overlap = true;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_intra_wg_overlap_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 6
+namespace kl {
+std::string attention_intra_wg_overlap_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::IntraWgOverlap>(a, d);
 }
 
-void attn_intra_wg_overlap_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_intra_wg_overlap_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::IntraWgOverlap>(a, s);
 }
 }  // namespace kl
+#endif

@@ -8,22 +8,32 @@
 // Limits: 06 already hides most of the softmax under its own P V; the hand-off costs a bar.sync
 //   per batch and serializes the two warpgroups' issue, so it pays only on some shapes. Kept:
 //   rung 08 builds on it.
-#include "attention/hopper_fa.cuh"
-#include "attention/hopper_rungs.h"
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 7
+#endif
+#ifndef KL_ATTENTION_07_CONFIG
+#define KL_ATTENTION_07_CONFIG
+#include "attention/06_intra_wg_overlap.cu"  // rung 06: the parent configuration
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, false, 7>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, false, 7>;
-}  // namespace
+namespace hattn {
+// Rung 06's configuration plus the ping-pong of the two consumer warpgroups.
+template <int D>
+struct Pingpong : IntraWgOverlap<D> {
+  static constexpr bool pingpong = true;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_pingpong_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 7
+namespace kl {
+std::string attention_pingpong_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::Pingpong>(a, d);
 }
 
-void attn_pingpong_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_pingpong_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::Pingpong>(a, s);
 }
 }  // namespace kl
+#endif

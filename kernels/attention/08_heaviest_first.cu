@@ -10,22 +10,32 @@
 // Why: causal row tile m costs ~(m + 1) KV tiles; block order leaves the heavy tiles of the last
 //   heads for a tail of few busy SMs, and every CTA pays its own pipeline fill and drain.
 // Limits: non-causal shapes get only the fill/drain overlap. The entry point's causal pick.
-#include "attention/hopper_fa.cuh"
-#include "attention/hopper_rungs.h"
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 8
+#endif
+#ifndef KL_ATTENTION_08_CONFIG
+#define KL_ATTENTION_08_CONFIG
+#include "attention/07_pingpong.cu"  // rung 07: the parent configuration
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, true, 8>;
-using C128 = hattn::Cfg<128, 2, 128, 2, true, true, true, true, 8>;
-}  // namespace
+namespace hattn {
+// Rung 07's configuration plus the persistent, heaviest-first item loop.
+template <int D>
+struct HeaviestFirst : Pingpong<D> {
+  static constexpr bool persistent = true;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_heaviest_first_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 8
+namespace kl {
+std::string attention_heaviest_first_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::HeaviestFirst>(a, d);
 }
 
-void attn_heaviest_first_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_heaviest_first_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::HeaviestFirst>(a, s);
 }
 }  // namespace kl
+#endif

@@ -25,7 +25,7 @@ namespace kl {
 namespace {
 
 template <int D>
-struct Cfg09 {
+struct DecodeTile {
   static constexpr int STAGES = D == 128 ? 6 : 10;         // 192 KB / 160 KB of K/V in flight per SM
   static constexpr int PANELS = D / 64;                    // 64-column (128-byte) swizzle panels
   static constexpr int KV_BYTES = dec::kBN * D * 2;        // one K (or V) tile
@@ -41,15 +41,16 @@ struct Cfg09 {
   static_assert(BAR_OFF % 8 == 0, "mbarriers 8-byte aligned");
 };
 
-struct Params09 {
+struct DecodeParams {
   CUtensorMap tmK, tmV;  // {D, Skv, B*Hkv}, box {64, 64, 1}, SWIZZLE_128B
   dec::Params p;
 };
 
 template <int D>
-__global__ void __launch_bounds__(Cfg09<D>::THREADS, 1) decode09_kernel(const __grid_constant__ Params09 P) {
+__global__ void __launch_bounds__(DecodeTile<D>::THREADS, 1)
+    attention_decode_split_kv_kernel(const __grid_constant__ DecodeParams P) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = Cfg09<D>;
+  using C = DecodeTile<D>;
   const dec::Params& p = P.p;
   extern __shared__ uint8_t smem_raw[];
   // SWIZZLE_128B destinations need 1024-byte alignment (the swizzle pattern is address based).
@@ -124,45 +125,46 @@ dec::Plan plan09(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
 
 template <int D>
 void run09(const AttentionArgs& a, cudaStream_t s) {
-  using C = Cfg09<D>;
+  using C = DecodeTile<D>;
   const DeviceInfo& d = device_info();
   // A missing, short or misaligned workspace means: run unsplit.
   const size_t ws = a.workspace && aligned(a.workspace, 16) ? a.workspace_bytes : 0;
   const dec::Plan pl = plan09(a, d, ws);
-  Params09 P{};
+  DecodeParams P{};
   P.p = dec::make_params(a, pl);
   const uint64_t dims[3] = {uint64_t(D), uint64_t(a.Skv), uint64_t(a.B) * a.Hkv};
   const uint64_t strides[2] = {uint64_t(D) * 2, uint64_t(a.Skv) * D * 2};
   const uint32_t box[3] = {64, uint32_t(dec::kBN), 1};
   P.tmK = make_tensor_map(a.K, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
   P.tmV = make_tensor_map(a.V, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
-  attention_smem_optin(reinterpret_cast<const void*>(decode09_kernel<D>), C::SMEM);
-  dec::launch(decode09_kernel<D>, static_cast<unsigned>(pl.tiles * pl.splits), C::THREADS, C::SMEM, s, P);
+  attention_smem_optin(reinterpret_cast<const void*>(attention_decode_split_kv_kernel<D>), C::SMEM);
+  dec::launch(attention_decode_split_kv_kernel<D>, static_cast<unsigned>(pl.tiles * pl.splits), C::THREADS,
+              C::SMEM, s, P);
 }
 
 }  // namespace
 
-std::string attn_decode_split_kv_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why = attention_common_supports(a, d);
+std::string attention_decode_split_kv_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  std::string why = attention_args_supports(a, d);
   if (!why.empty()) return why;
   why = require_sm90a(d);
   if (!why.empty()) return why;
   const char* no_tma = nullptr;
   if (!tma_available(&no_tma)) return std::string("needs TMA: ") + (no_tma ? no_tma : "unavailable");
   if (!attention_is_decode(a)) return "decode rung: needs Sq <= 16 (prefill goes to rungs 04-08)";
-  const int smem = a.D == 64 ? Cfg09<64>::SMEM : Cfg09<128>::SMEM;
+  const int smem = a.D == 64 ? DecodeTile<64>::SMEM : DecodeTile<128>::SMEM;
   if (smem > d.smem_optin) return "needs " + std::to_string(smem) + " B of shared memory per block";
   const dec::Plan pl = plan09(a, d, 0);
   if (pl.tiles > INT_MAX / dec::kMaxSplits) return "too many tiles for a 1-D grid";
   return "";
 }
 
-size_t attn_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
+size_t attention_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
   if (!attention_is_decode(a)) return 0;
   return plan09(a, d, SIZE_MAX).ws_bytes;
 }
 
-void attn_decode_split_kv_launch(const AttentionArgs& a, cudaStream_t s) {
+void attention_decode_split_kv_launch(const AttentionArgs& a, cudaStream_t s) {
   if (a.D == 64) run09<64>(a, s);
   else run09<128>(a, s);
 }

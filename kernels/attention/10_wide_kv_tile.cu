@@ -8,24 +8,34 @@
 //   rescale, the wgmma issue/wait round trip); 176 keys spread it over 37% more work (FA3's
 //   non-causal D = 128 tile on H100).
 // Limits: 240 registers per consumer thread and a ragged last tile (4096 = 23.3 x 176) eat the
-//   gain; at D = 128 only the lazy rescale fits (the stale-max softmax spills at BN = 176, so
-//   KL_STALE_BN stays off). Behind 08 / 06; kept as FA3's tile.
-#include "attention/hopper_fa.cuh"
-#include "attention/hopper_rungs.h"
+//   gain; at D = 128 only the lazy rescale fits (the stale-max softmax's fallback spills at
+//   BN = 176, so the kernel takes it at BN <= 128 only). Behind 08 / 06; kept as FA3's tile.
+#ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
+#define KL_ATTENTION_RUNG_FILE 10
+#endif
+#ifndef KL_ATTENTION_10_CONFIG
+#define KL_ATTENTION_10_CONFIG
+#include "attention/08_heaviest_first.cu"  // rung 08: the parent configuration
 
 namespace kl {
-namespace {
-// Cfg<D, consumer WGs, BN, stages, warp-specialized, overlap, ping-pong, persistent, rung>
-using C64 = hattn::Cfg<64, 2, 128, 3, true, true, true, true, 10>;
-using C128 = hattn::Cfg<128, 2, 176, 2, true, true, true, true, 10>;
-}  // namespace
+namespace hattn {
+// Rung 08's configuration with 176-key tiles at D = 128.
+template <int D>
+struct WideKvTile : HeaviestFirst<D> {
+  static constexpr int kv_tile = D == 128 ? 176 : 128;
+};
+}  // namespace hattn
+}  // namespace kl
+#endif
 
-std::string attn_wide_kv_tile_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  return hattn::common_supports(a, d, a.D == 64 ? C64::kSmemBytes : C128::kSmemBytes);
+#if KL_ATTENTION_RUNG_FILE == 10
+namespace kl {
+std::string attention_wide_kv_tile_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hattn::rung_supports<hattn::WideKvTile>(a, d);
 }
 
-void attn_wide_kv_tile_launch(const AttentionArgs& a, cudaStream_t s) {
-  if (a.D == 64) hattn::launch<C64>(a, s);
-  else hattn::launch<C128>(a, s);
+void attention_wide_kv_tile_launch(const AttentionArgs& a, cudaStream_t s) {
+  hattn::rung_launch<hattn::WideKvTile>(a, s);
 }
 }  // namespace kl
+#endif

@@ -14,7 +14,7 @@
 
 namespace kl {
 
-std::string attention_common_supports(const AttentionArgs& a, const DeviceInfo& d) {
+std::string attention_args_supports(const AttentionArgs& a, const DeviceInfo& d) {
   std::ostringstream why;
   if (d.cc() < 80) why << "needs sm_80 or newer (mma.sync bf16, cp.async); device is sm_" << d.cc();
   else if (!a.Q || !a.K || !a.V || !a.O) why << "null Q, K, V or O pointer";
@@ -61,19 +61,19 @@ float attention_scale_log2(const AttentionArgs& a) {
 const std::vector<Rung<AttentionArgs>>& attention_rungs() {
   static const std::vector<Rung<AttentionArgs>> table = [] {
     std::vector<Rung<AttentionArgs>> t = {
-        {0, "warp_per_row", "a warp per query row, online softmax key by key", attn00_supports,
-         attn00_launch},
+        {0, "warp_per_row", "a warp per query row, online softmax key by key",
+         attention_warp_per_row_supports, attention_warp_per_row_launch},
         {1, "flash_cuda_cores",
          "flash tiling: a 64-row Q tile against 64-key K/V tiles in shared memory, fp32 FMA",
-         attn01_supports, attn01_launch, /*parent=*/0},
+         attention_flash_cuda_cores_supports, attention_flash_cuda_cores_launch, /*parent=*/0},
         {2, "flash_mma_sync",
          "tensor cores: mma.sync QK^T and PV, Q in registers, P repacked in registers, 2- or "
          "3-stage cp.async (D = 128 / 64), causal tiles skipped, heaviest tiles first",
-         attn02_supports, attn02_launch, /*parent=*/1},
+         attention_flash_mma_sync_supports, attention_flash_mma_sync_launch, /*parent=*/1},
         {3, "flash_split_kv",
          "schedule: tail-wave KV split with LSE combine, 16/64-row query tiles, split-KV decode "
          "with GQA heads packed into the tile",
-         attn03_supports, attn03_launch, /*parent=*/2},
+         attention_flash_split_kv_supports, attention_flash_split_kv_launch, /*parent=*/2},
     };
     attention_append_hopper_rungs(t);
     return t;
@@ -86,7 +86,7 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
   const AttentionArgs& a = shape_only;
   if (a.D != 64 && a.D != 128) return 0;
   if (a.B < 1 || a.Hq < 1 || a.Hkv < 1 || a.Sq < 1 || a.Skv < 1 || a.Hq % a.Hkv) return 0;
-  return std::max(attn03_workspace_bytes(a, d), attention_hopper_workspace_bytes(a, d));
+  return std::max(attention_flash_split_kv_workspace_bytes(a, d), attention_hopper_workspace_bytes(a, d));
 }
 
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest
@@ -145,9 +145,9 @@ void attention(const AttentionArgs& args, cudaStream_t stream) {
   const DeviceInfo& d = device_info();
   const Rung<AttentionArgs>* r = attention_pick(args, d);
   if (!r) {
-    std::string why = attention_common_supports(args, d);
+    std::string why = attention_args_supports(args, d);
     KL_REQUIRE(false, "attention: no rung supports this problem: "
-                          << (why.empty() ? attn03_supports(args, d) : why));
+                          << (why.empty() ? attention_flash_split_kv_supports(args, d) : why));
   }
   launch_checked(*r, args, stream);
 }

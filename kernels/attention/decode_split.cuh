@@ -41,7 +41,6 @@
 
 #include "attention/attention.h"
 #include "attention/attention_internal.h"
-#include "attention/dec_trace.cuh"
 #include "common/check.h"
 #include "common/device.h"
 #include "common/mma.cuh"
@@ -273,8 +272,6 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
     }
   }
   consumer_sync();
-  KL_DEC_MARK(3, tid);
-  KL_DEC_TAG(false, tid);
   // Thread -> row r = tid / 8, columns [(tid % 8) * D/8, +D/8).
   constexpr int COLS = D / 8;
   const int r = tid >> 3, c0 = (tid & 7) * COLS;
@@ -326,7 +323,6 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
         *reinterpret_cast<uint4*>(dst + c) = v;
       }
     }
-    KL_DEC_MARK(4, tid);
     return;
   }
   const long long tile_base = static_cast<long long>(w.tile) * p.splits;  // piece index of split 0
@@ -345,12 +341,9 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
   if (w.split != p.splits - 1) {
     __threadfence();  // this thread's partial is visible at gpu scope before the block's flag
     consumer_sync();
-    KL_DEC_MARK(4, tid);
     if (tid == 0) streamk_st_release(const_cast<unsigned*>(fl + w.split), p.epoch);
-    KL_DEC_MARK(5, tid);
     return;
   }
-  KL_DEC_MARK(4, tid);
   // Merger: its own partial needs no fence (the block's barrier orders it before its own loads).
   // Warp 0 acquires the other pieces' flags (a flag counts only when it holds this launch's epoch)
   // and lowers each one after seeing it (this launch writes it once; a replayed graph, same
@@ -362,7 +355,6 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
     }
   }
   consumer_sync();  // every thread's partial loads below come after warp 0's acquires
-  KL_DEC_MARK(5, tid);
   // ---- this block completes the tile: merge the pieces in split order. Item = (row, 4 columns);
   // the LSEs and partial rows of 16 splits are loaded together (one L2 round trip per 16 splits)
   // and folded in with a running max, in split order: the same bits whichever block merges.
@@ -407,11 +399,6 @@ __device__ __forceinline__ void finish(const Params& p, const Work& w, WarpState
     o2.y = pack_bf16x2(acc.z * iv, acc.w * iv);
     *reinterpret_cast<uint2*>(out_row(row) + c) = o2;
   }
-#ifdef KL_DEC_TRACE
-  consumer_sync();  // e6 = the last consumer thread's merge issued (trace builds only)
-  KL_DEC_MARK(6, tid);
-  KL_DEC_TAG(true, tid);
-#endif
 }
 
 // ------------------------------------------------------------------ host: the split plan

@@ -57,24 +57,35 @@ struct Params {
   float* ws_lse;  // [tail tiles][splits][BM]    base-2 log-sum-exp of each partial row
 };
 
-// D: head dim; WARPS: warps per block; MT: 16-row m-tiles per warp (1: Q fragments held in
-// registers for the whole KV loop; 2: each K/V fragment read from shared memory feeds two m-tiles,
-// halving the shared-memory bytes per FLOP, and Q fragments are re-read from shared memory per
-// k-step instead, because 2 x (O + S + Q) fragments do not fit in 255 registers); BN: keys per K/V
-// tile; STAGES: cp.async ring depth; MINB: blocks per SM the register budget is sized for.
-// PROBE (tools/attn_ceiling only; the rungs use 0), bit flags: 1 drops the softmax (P = bf16(S): no
-// max, exp, sum, mask or O rescale), leaving the two products, the K/V ring and its barriers; 2 drops
-// the ring (every KV step reads the resident stage 0: no copies, no barriers in the loop). A probe
-// does not compute attention; only its time is used.
-// HEAD_MAJOR: tile_of's order (the launchers: non-causal true, causal false); a template parameter,
-// not a runtime flag: ptxas allocates the two versions differently, and the runtime-flag version of
-// the D = 128 kernel spills 8 bytes inside the KV loop and runs slower non-causal.
-template <int D_, int WARPS_, int MT_, int BN_, int STAGES_, int MINB_, bool HEAD_MAJOR_ = false, int PROBE_ = 0>
+// A tile's named choices. head_dim: D; warps: per block; m_tiles_per_warp: 16-row m-tiles per warp
+// (1: Q fragments held in registers for the whole KV loop; 2: each K/V fragment read from shared
+// memory feeds two m-tiles, halving the shared-memory bytes per FLOP, and Q fragments are re-read
+// from shared memory per k-step instead, because 2 x (O + S + Q) fragments do not fit in 255
+// registers); kv_tile: keys per K/V tile; stages: cp.async ring depth; min_blocks_per_sm: blocks per
+// SM the register budget is sized for. head_major: tile_of's order (the launchers: non-causal true,
+// causal false); compile-time, not a runtime flag: ptxas allocates the two versions differently,
+// and the runtime-flag version of the D = 128 kernel spills 8 bytes inside the KV loop and runs
+// slower non-causal.
+//
+// Rung 02's tile (rung 03's prefill tile too; tools/attn_ceiling): 128 query rows, 4 warps x 2
+// m-tiles, 64-key tiles; D = 128: 2-stage ring, 96 KB, D = 64: 3 stages, 64 KB; 2 blocks/SM.
+template <int D, bool HEAD_MAJOR = false>
+struct Rows128Tile {
+  static constexpr int head_dim = D;
+  static constexpr int warps = 4;
+  static constexpr int m_tiles_per_warp = 2;
+  static constexpr int kv_tile = 64;
+  static constexpr int stages = D == 64 ? 3 : 2;
+  static constexpr int min_blocks_per_sm = 2;
+  static constexpr bool head_major = HEAD_MAJOR;
+};
+
+// The kernel's compile-time shape, derived from a tile's choices.
+template <class Tile>
 struct Cfg {
-  static constexpr int D = D_, WARPS = WARPS_, MT = MT_, BN = BN_, STAGES = STAGES_, MINB = MINB_;
-  static constexpr bool HEAD_MAJOR = HEAD_MAJOR_;
-  static constexpr int PROBE = PROBE_;
-  static constexpr bool NO_SOFTMAX = PROBE & 1, NO_RING = PROBE & 2;
+  static constexpr int D = Tile::head_dim, WARPS = Tile::warps, MT = Tile::m_tiles_per_warp;
+  static constexpr int BN = Tile::kv_tile, STAGES = Tile::stages, MINB = Tile::min_blocks_per_sm;
+  static constexpr bool HEAD_MAJOR = Tile::head_major;
   static constexpr int WROWS = 16 * MT;     // query rows per warp
   static constexpr int BM = WROWS * WARPS;  // query rows per block
   static constexpr int THREADS = 32 * WARPS;
@@ -89,10 +100,8 @@ struct Cfg {
   static_assert(STAGES >= 2, "pipeline needs 2+ stages");
 };
 
-// The 128-row tile of rungs 02 / 03 (4 warps x 2 m-tiles, 64-key tiles; D = 128: 2-stage ring, 96 KB,
-// D = 64: 3 stages, 64 KB; 2 blocks/SM), one name for the rungs and tools/attn_ceiling.
-template <int D, bool HEAD_MAJOR = false, int PROBE = 0>
-using CfgBig = Cfg<D, 4, 2, 64, D == 64 ? 3 : 2, 2, HEAD_MAJOR, PROBE>;
+template <int D, bool HEAD_MAJOR = false>
+using CfgBig = Cfg<Rows128Tile<D, HEAD_MAJOR>>;
 
 // Tile t -> (query tile qt, head bh = b * Hq + hq), BH = B * Hq heads of nqt tiles each.
 //  * query-tile-major (causal): t = (nqt-1-qt) * BH + bh, the heaviest (last) query tiles of every
@@ -145,9 +154,22 @@ __device__ __forceinline__ void load_rows_async(__nv_bfloat16* sm, const __nv_bf
   }
 }
 
-template <class C>
+// The kernel's softmax (mask, running max and sum, O rescale, 1 / l) and its K/V ring (a STAGES-deep
+// cp.async ring, one barrier per tile) are named pieces, template arguments of the kernel; the rungs
+// take these two. tools/attn_ceiling substitutes pieces with present = false, which leave the part
+// out (P = bf16(S) and O stored unscaled; every KV step on the resident stage 0, no copies or
+// barriers in the loop) to time what remains; such a kernel does not compute attention.
+struct OnlineSoftmax {
+  static constexpr bool present = true;
+};
+struct CpAsyncRing {
+  static constexpr bool present = true;
+};
+
+template <class C, class Softmax = OnlineSoftmax, class Ring = CpAsyncRing>
 __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p) {
   constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, THREADS = C::THREADS;
+  constexpr bool kNoSoftmax = !Softmax::present, kNoRing = !Ring::present;
   constexpr int MT = C::MT, WROWS = C::WROWS;
   // load_rows_async's OPAQUE: only where the allocation spilled without it (causal, D = 128, MT = 2).
   constexpr bool kOpaque = D == 128 && MT == 2 && !C::HEAD_MAJOR;
@@ -201,7 +223,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     if (n_begin + st < n_end) load_kv(n_begin + st, st);
     cp_async_commit();
   }
-  if constexpr (C::NO_RING) cp_async_wait<0>();  // probe: stage 0 stays resident for the loop
+  if constexpr (kNoRing) cp_async_wait<0>();  // stage 0 stays resident for the loop
   else cp_async_wait<STAGES - 1>();  // Q has landed (the KV groups may still be in flight)
   __syncthreads();
 
@@ -242,14 +264,14 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 
   for (int n = n_begin; n < n_end; ++n) {
     const int it = n - n_begin;
-    if constexpr (!C::NO_RING) {
+    if constexpr (!kNoRing) {
       cp_async_wait<STAGES - 2>();  // tile n has landed for this thread's copies ...
       __syncthreads();              // ... and everyone's; the stage refilled below is free
       const int nn = n + STAGES - 1;
       if (nn < n_end) load_kv(nn, (it + STAGES - 1) % STAGES);
       cp_async_commit();
     }
-    const __nv_bfloat16* Ks = KVs + (C::NO_RING ? 0 : it % STAGES) * 2 * C::KV_ELEMS;
+    const __nv_bfloat16* Ks = KVs + (kNoRing ? 0 : it % STAGES) * 2 * C::KV_ELEMS;
     const __nv_bfloat16* Vs = Ks + C::KV_ELEMS;
 
     // ---- S = Q K^T : WROWS rows x BN keys per warp, fp32; then the stale-max fast path
@@ -260,7 +282,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     // from the same shared tile (no __syncthreads since) for the online softmax below. One rolled
     // loop, so the S code exists once (two copies made ptxas spill at MT = 2, D = 128).
     // D = 128 only: at D = 64 it is slower.
-    constexpr bool kStale = D == 128 && !C::NO_SOFTMAX;
+    constexpr bool kStale = D == 128 && !kNoSoftmax;
     const int kv0 = n * BN;
     const bool masked = kv0 + BN > p.Skv || (p.causal && kv0 + BN - 1 > wrow0 + off);
     float s[MT][BN / 8][4];
@@ -320,7 +342,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     }
 
     // ---- mask: keys past Skv (ragged tile) and, causal, keys past the row's diagonal
-    if (!C::NO_SOFTMAX && masked) {
+    if (!kNoSoftmax && masked) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -340,7 +362,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (fast || C::NO_SOFTMAX) continue;  // warp-uniform
+        if (fast || kNoSoftmax) continue;  // warp-uniform
         float mx = neg_inf_f();
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * h], s[mt][j][2 * h + 1]));
@@ -363,7 +385,7 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
       }
     // Rescale O only when some row max of the warp moved (warp-uniform branch): after the first
     // few key tiles the running max rarely changes, and this is D/2 * MT multiplies per thread.
-    if (!C::NO_SOFTMAX && !fast && !__all_sync(0xffffffffu, same)) {
+    if (!kNoSoftmax && !fast && !__all_sync(0xffffffffu, same)) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -412,8 +434,8 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       l[mt][h] = quad_sum(l[mt][h]);
-      // (a probe keeps l = 0; it stores O unscaled so that no product can be optimized away)
-      inv[mt][h] = C::NO_SOFTMAX ? 1.f : l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
+      // (without the softmax l stays 0: O is stored unscaled, so that no product is optimized away)
+      inv[mt][h] = kNoSoftmax ? 1.f : l[mt][h] > 0.f ? 1.f / l[mt][h] : 0.f;
     }
 
   if (nsplit == 1) {
@@ -469,9 +491,9 @@ __global__ void __launch_bounds__(C::THREADS, C::MINB) flash_mma_kernel(Params p
 // The problem's part of the kernel parameters (tensors, sizes, scale, query tiles of C::BM rows;
 // full_blocks, splits and the workspace are the caller's), after opting the kernel into C's shared
 // memory: launch_whole_tiles below (rung 02, tools/attn_ceiling) and rung 03's prefill.
-template <class C>
+template <class C, class Softmax = OnlineSoftmax, class Ring = CpAsyncRing>
 Params problem_params(const AttentionArgs& a) {
-  attention_smem_optin(reinterpret_cast<const void*>(flash_mma_kernel<C>), C::SMEM);
+  attention_smem_optin(reinterpret_cast<const void*>(flash_mma_kernel<C, Softmax, Ring>), C::SMEM);
   Params p{};
   p.Q = a.Q; p.K = a.K; p.V = a.V; p.O = a.O;
   p.B = a.B; p.Hq = a.Hq; p.Hkv = a.Hkv; p.Sq = a.Sq; p.Skv = a.Skv; p.group = a.Hq / a.Hkv;
@@ -483,13 +505,13 @@ Params problem_params(const AttentionArgs& a) {
 
 // One block per query tile, every tile's whole KV range (rung 02; tools/attn_ceiling): the
 // launch of flash_mma_kernel<C> with no split, tiles in C's order.
-template <class C>
+template <class C, class Softmax = OnlineSoftmax, class Ring = CpAsyncRing>
 void launch_whole_tiles(const AttentionArgs& a, cudaStream_t s) {
-  Params p = problem_params<C>(a);
+  Params p = problem_params<C, Softmax, Ring>(a);
   const long long tiles = static_cast<long long>(p.nqt) * a.B * a.Hq;
   p.full_blocks = static_cast<int>(tiles);  // every tile whole: no split, no workspace
   p.splits = 1;
-  flash_mma_kernel<C><<<static_cast<unsigned>(tiles), C::THREADS, C::SMEM, s>>>(p);
+  flash_mma_kernel<C, Softmax, Ring><<<static_cast<unsigned>(tiles), C::THREADS, C::SMEM, s>>>(p);
   KL_CHECK_LAUNCH();
 }
 

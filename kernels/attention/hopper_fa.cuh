@@ -1,5 +1,8 @@
 // kernels/attention/hopper_fa.cuh — the sm_90a attention kernel (FlashAttention-3 style) that
-// rungs 04-08 instantiate with one more feature switched on each. Included by the rung files only.
+// rungs 04-08 and 10 instantiate, each with its parent's named configuration plus one change
+// (struct Defaults below). Included by the rung files only. A rung file includes its parent's rung
+// file for the parent's configuration: KL_ATTENTION_RUNG_FILE (the number of the file being
+// compiled) keeps the parent's supports()/launch() out of the child's translation unit.
 //
 // Data layout trick shared by every rung ("GQA packing"): Q [B, Hq, Sq, D] is [B*Hkv, G*Sq, D]
 // with G = Hq / Hkv, because the G query heads of one KV head are adjacent. So a CTA takes a tile
@@ -34,35 +37,40 @@
 #include "common/softmax_online.cuh"
 #include "common/tma.h"
 
-// Largest KV tile that takes the stale-max softmax (experiment knob: -DKL_STALE_BN=176 turns it on
-// for rung 10's 176-key tile too).
-#ifndef KL_STALE_BN
-#define KL_STALE_BN 128
-#endif
-
 namespace kl {
 namespace hattn {
 
-// Compile-time shape of one rung/head-dim instantiation.
-// kRung_: the rung number. Every rung file instantiates its own types: two rung files with an
-// identical Cfg would share one (deduplicated) host stub (and any once-only attribute flag) across
-// translation units while each registers its own device copy, so the second one would launch
-// without its shared-memory attribute (cudaErrorInvalidValue).
-// kL2MB_: persistent item order, heads grouped so that a group's K and V fit in this many MB.
-template <int D_, int kConsumers_, int BN_, int kStages_, bool kWS_, bool kOverlap_, bool kPingPong_,
-          bool kPersistent_, int kRung_, int kL2MB_ = 8>
+// A rung's named choices (and head_dim, 64 or 128, which every configuration sets). Each rung file
+// writes its configuration as its parent's plus the one choice it changes (04_wgmma_tma.cu starts
+// from these defaults); the kernel reads the derived constants of Cfg<Choices> below. Every rung
+// has its own configuration type, so every rung file instantiates its own kernel: two files
+// instantiating one kernel type would share one (deduplicated) host stub, and with it the once-only
+// shared-memory attribute, while each registers its own device copy, so the second would launch
+// without the attribute (cudaErrorInvalidValue).
+struct Defaults {
+  static constexpr int consumer_warpgroups = 2;    // 64 query rows each
+  static constexpr int kv_tile = 128;              // keys per KV tile (the wgmma N of S)
+  static constexpr int stages = 2;                 // K/V ring depth
+  static constexpr bool producer_warpgroup = false;  // a TMA producer warpgroup + setmaxnreg
+  static constexpr bool intra_wg_overlap = false;  // S(t+1) = QK^T issued before P(t)V(t) retires
+  static constexpr bool pingpong = false;          // the 2 consumer WGs take turns issuing wgmma
+  static constexpr bool persistent = false;        // one CTA per SM, items from a counter, LPT
+  static constexpr int l2_group_mb = 8;            // persistent order: a head group's K/V fit here
+};
+
+// The kernel's compile-time shape, derived from a rung's choices.
+template <class Choices>
 struct Cfg {
-  static constexpr int kRung = kRung_;
-  static constexpr int kL2MB = kL2MB_;
-  static constexpr int D = D_;
-  static constexpr int kConsumers = kConsumers_;  // consumer warpgroups, 64 query rows each
+  static constexpr int kL2MB = Choices::l2_group_mb;
+  static constexpr int D = Choices::head_dim;
+  static constexpr int kConsumers = Choices::consumer_warpgroups;
   static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
-  static constexpr int BN = BN_;                  // keys per KV tile
-  static constexpr int kStages = kStages_;        // K/V ring depth
-  static constexpr bool kWS = kWS_;               // producer warpgroup + setmaxnreg
-  static constexpr bool kOverlap = kOverlap_;     // S(t+1) = QK^T issued before P(t)V(t) retires
-  static constexpr bool kPingPong = kPingPong_;   // the 2 consumer WGs take turns issuing wgmma
-  static constexpr bool kPersistent = kPersistent_;  // one CTA per SM, items from a counter, LPT
+  static constexpr int BN = Choices::kv_tile;     // keys per KV tile
+  static constexpr int kStages = Choices::stages;
+  static constexpr bool kWS = Choices::producer_warpgroup;
+  static constexpr bool kOverlap = Choices::intra_wg_overlap;
+  static constexpr bool kPingPong = Choices::pingpong;
+  static constexpr bool kPersistent = Choices::persistent;
   static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
   static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
   static constexpr int kQBytes = BM * D * 2;
@@ -76,7 +84,7 @@ struct Cfg {
   // The stale-max softmax (stale_softmax + its mma.sync fallback) on unmasked tiles of the
   // overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
   // spilled the loop counters).
-  static constexpr bool kStale = kOverlap && BN <= KL_STALE_BN;
+  static constexpr bool kStale = kOverlap && BN <= 128;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
@@ -371,9 +379,11 @@ __device__ __forceinline__ void persistent_item(const Params& p, int w, int& bh,
 // concurrently on different streams (the bench and tests use one stream).
 static __device__ int g_fa_tile_ctr[2];
 
-template <class C>
-__global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constant__ Params p) {
+template <class Choices>
+__global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
+    flash_attention_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using C = Cfg<Choices>;
   extern __shared__ uint8_t smem_raw[];
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
@@ -692,9 +702,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) fa_kernel(const __grid_constan
 
 // ------------------------------------------------------------------------------------------ host
 // Shape checks every Hopper rung shares ("" = fine).
-inline std::string common_supports(const AttentionArgs& a, const DeviceInfo& d, long long smem) {
+inline std::string hopper_kernel_supports(const AttentionArgs& a, const DeviceInfo& d, long long smem) {
   // Part 1's checks: pointers (16-byte aligned, as TMA needs), D in {64,128}, dims, GQA, Sq<=Skv.
-  std::string why = attention_common_supports(a, d);
+  std::string why = attention_args_supports(a, d);
   if (!why.empty()) return why;
   why = require_sm90a(d);
   if (!why.empty()) return why;
@@ -704,8 +714,9 @@ inline std::string common_supports(const AttentionArgs& a, const DeviceInfo& d, 
   return "";
 }
 
-template <class C>
+template <class Choices>
 void launch(const AttentionArgs& a, cudaStream_t stream) {
+  using C = Cfg<Choices>;
   const DeviceInfo& dev = device_info();
   const int G = a.Hq / a.Hkv;
   Params p{};
@@ -732,7 +743,7 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
                             CU_TENSOR_MAP_SWIZZLE_128B);
   }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
-  attention_smem_optin(reinterpret_cast<const void*>(fa_kernel<C>), C::kSmemBytes);
+  attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes);
   dim3 grid(p.m_tiles, p.BH, 1);
   if constexpr (C::kPersistent) {
     // One CTA per SM (the shared memory allows no second one); items m_tiles * BH, heads grouped
@@ -743,8 +754,20 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
         1, std::min<long long>(p.BH, ((long long)C::kL2MB << 20) / kv_head_bytes)));
     grid = dim3(std::min(p.work, dev.sms), 1, 1);
   }
-  fa_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
+  flash_attention_kernel<Choices><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();
+}
+
+// A rung's supports() and launch(): its configuration Config<D> at the problem's head dim.
+template <template <int> class Config>
+std::string rung_supports(const AttentionArgs& a, const DeviceInfo& d) {
+  return hopper_kernel_supports(
+      a, d, a.D == 64 ? Cfg<Config<64>>::kSmemBytes : Cfg<Config<128>>::kSmemBytes);
+}
+template <template <int> class Config>
+void rung_launch(const AttentionArgs& a, cudaStream_t s) {
+  if (a.D == 64) launch<Config<64>>(a, s);
+  else launch<Config<128>>(a, s);
 }
 
 }  // namespace hattn

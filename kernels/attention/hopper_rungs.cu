@@ -10,31 +10,31 @@ namespace kl {
 void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
   t.push_back({4, "wgmma_tma",
                "wgmma for QK^T (smem) and PV (P from registers), TMA + mbarriers for Q/K/V",
-               attn_wgmma_tma_supports, attn_wgmma_tma_launch, /*parent=*/2});
+               attention_wgmma_tma_supports, attention_wgmma_tma_launch, /*parent=*/2});
   t.push_back({5, "warp_specialized",
                "producer warpgroup streams K/V through an empty/full mbarrier ring; setmaxnreg",
-               attn_warp_specialized_supports, attn_warp_specialized_launch, /*parent=*/4});
+               attention_warp_specialized_supports, attention_warp_specialized_launch, /*parent=*/4});
   t.push_back({6, "intra_wg_overlap",
                "softmax of tile t+1 overlaps the P V wgmma of tile t inside each warpgroup",
-               attn_intra_wg_overlap_supports, attn_intra_wg_overlap_launch, /*parent=*/5});
+               attention_intra_wg_overlap_supports, attention_intra_wg_overlap_launch, /*parent=*/5});
   t.push_back({7, "pingpong",
                "the two consumer warpgroups alternate wgmma issue (named barriers): one's softmax "
                "overlaps the other's products",
-               attn_pingpong_supports, attn_pingpong_launch, /*parent=*/6});
+               attention_pingpong_supports, attention_pingpong_launch, /*parent=*/6});
   t.push_back({8, "heaviest_first",
                "persistent CTAs take items from a tile counter, causal row tiles longest first",
-               attn_heaviest_first_supports, attn_heaviest_first_launch, /*parent=*/7});
+               attention_heaviest_first_supports, attention_heaviest_first_launch, /*parent=*/7});
   t.push_back({9, "decode_split_kv",
                "decode: K/V by TMA into a 6-deep mbarrier ring (producer warp), GQA heads packed "
                "in an m16 tile, split KV merged in-kernel by the piece that sees all flags raised",
-               attn_decode_split_kv_supports, attn_decode_split_kv_launch, /*parent=*/3});
+               attention_decode_split_kv_supports, attention_decode_split_kv_launch, /*parent=*/3});
   t.push_back({10, "wide_kv_tile", "D = 128: 128 x 176 tiles (wgmma n176), setmaxnreg 24/240",
-               attn_wide_kv_tile_supports, attn_wide_kv_tile_launch, /*parent=*/8});
+               attention_wide_kv_tile_supports, attention_wide_kv_tile_launch, /*parent=*/8});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
   // Only the decode rung (09) uses a workspace: flags + partials of its split plan.
-  return attn_decode_split_kv_workspace_bytes(a, d);
+  return attention_decode_split_kv_workspace_bytes(a, d);
 }
 
 }  // namespace kl
