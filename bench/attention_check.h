@@ -56,7 +56,7 @@ inline double attention_bytes(const AttentionArgs& a) {
 constexpr double kAttentionChunkBytes = double(512u << 20);
 
 // Whether every row is checked: B*Hq*Sq <= all_rows_below and the cache is small (at most 2^25 K
-// elements), or max_rows <= 0 (an explicit request for every row, whatever the cache).
+// elements), or max_rows <= 0 (every row is wanted, whatever the cache).
 inline bool attention_checks_all_rows(const AttentionArgs& a, int max_rows, long long all_rows_below) {
   const double total = static_cast<double>(a.B) * a.Hq * a.Sq;
   const bool small_kv = static_cast<double>(a.B) * a.Hkv * a.Skv * a.D <= static_cast<double>(1 << 25);

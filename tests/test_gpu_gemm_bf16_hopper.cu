@@ -439,7 +439,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
 // A decode rung under programmatic dependent launch on a created stream: GEMM 2 (16x264x4096)
 // consumes GEMM 1's output (16x4096x4096: long enough for GEMM 2's grid to launch
 // early) as its activations, launched right behind it; both outputs poisoned (NaN) before each of
-// 3 repetitions. The rung may request W before griddepcontrol.wait, the activations only after.
+// 3 repetitions. The rung may load W before griddepcontrol.wait, the activations only after.
 // GEMM 2 is checked against a CPU double product of what GEMM 1 produced.
 void chained_pdl_check(int num, uint64_t seed) {
   const auto* r = rung(num);
