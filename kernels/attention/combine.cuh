@@ -13,10 +13,10 @@
 namespace kl {
 namespace flash {
 
-// The split kernels let the combine kernel be launched while their last blocks still run
-// (pdl_trigger, common/pdl.cuh), and the combine kernel waits for their completion and memory
-// (pdl_wait) before it reads a partial: this hides the second launch's latency, a visible share of
-// a few-microsecond step. The launcher only sets the attribute on cc >= 9.0.
+// The combine kernel waits for the split kernel's completion and memory (pdl_wait, common/pdl.cuh)
+// before it reads a partial, so it is launched programmatic-dependent: a split kernel that triggers
+// early (pdl_trigger) lets it queue behind its last blocks, hiding the second launch's latency, a
+// visible share of a few-microsecond step. The launcher only sets the attribute on cc >= 9.0.
 
 // One warp per (tile, row); lane holds D/32 consecutive columns. splits <= 64: the split LSEs are
 // loaded by the lanes in parallel (two per lane) and reduced with shuffles, and the partial rows

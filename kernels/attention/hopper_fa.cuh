@@ -360,7 +360,7 @@ __device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk) {
 }
 
 // Persistent order (kPersistent): work item w -> (bh, m tile). Heads go in groups of p.hgroup
-// (their K/V fit in ~32 MB of L2); inside a group the heaviest row tiles of every head come first
+// (their K/V fit in l2_group_mb of L2); inside a group the heaviest row tiles of every head come first
 // (causal: m descending; heads fastest), so the greedy tile counter is longest-processing-time
 // first and the light tiles fill the tail.
 __device__ __forceinline__ void persistent_item(const Params& p, int w, int& bh, int& m_blk) {
