@@ -143,7 +143,11 @@ def main():
     note = open(os.path.join(docs, "rmsnorm.md")).read()
     lr = table_row(note, "01", "warp_per_row")
     check("stale" not in note and lr is not None and "3600" in lr and "3.60×" in lr and "0.95×" in lr,
-          "design note ladder table: rate, × previous rung (0.537/0.149), × reference", note)
+          "design note ladder table: rate, × parent rung (0.537/0.149), × reference", note)
+    check(table_row(note, "rung", "name", "parent") is not None and "× parent" in note and lr is not None
+          and "00" in lr, "design note ladder table: the parent column from the rows", note)
+    rl = table_row(sec, "01", "warp_per_row", "00")
+    check(rl is not None, "rung list: the parent of rung 01", sec)
     check(note.endswith("### 01\n"), "design note text outside the markers kept", note)
     # Idempotent: a second run gives the same README and notes.
     rc2, _, _ = run(good, "--readme", readme, "--docs", docs)
