@@ -28,14 +28,14 @@ __global__ void __launch_bounds__(kTile* kTile)
 }
 }  // namespace
 
-std::string supports_00(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_naive_supports(const SgemmArgs& a, const DeviceInfo&) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   if (ceil_div(a.N, kTile) > 65535) return "N needs more than 65535 column tiles of 32";
   return "";
 }
 
-void launch_00(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_naive_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 block(kTile, kTile);
   dim3 grid(static_cast<unsigned>(ceil_div(a.M, kTile)), static_cast<unsigned>(ceil_div(a.N, kTile)));
   sgemm_naive_kernel<<<grid, block, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);

@@ -25,13 +25,13 @@ __global__ void __launch_bounds__(kTile* kTile)
 }
 }  // namespace
 
-std::string supports_01(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_coalesced_supports(const SgemmArgs& a, const DeviceInfo&) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   return check_grid(a, kTile, kTile);
 }
 
-void launch_01(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_coalesced_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 block(kTile, kTile);
   dim3 grid(static_cast<unsigned>(ceil_div(a.N, kTile)), static_cast<unsigned>(ceil_div(a.M, kTile)));
   sgemm_coalesced_kernel<<<grid, block, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);

@@ -14,8 +14,8 @@ namespace {
 constexpr int kTile = 32;  // BM = BN = BK = 32; 32x32 threads, one C element each
 
 __global__ void __launch_bounds__(kTile* kTile)
-    sgemm_smem_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                      float* __restrict__ C, int M, int N, int K) {
+    sgemm_smem_tiling_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int M, int N, int K) {
   __shared__ float As[kTile][kTile];  // [m][k]
   __shared__ float Bs[kTile][kTile];  // [k][n]
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -35,16 +35,16 @@ __global__ void __launch_bounds__(kTile* kTile)
 }
 }  // namespace
 
-std::string supports_02(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_smem_tiling_supports(const SgemmArgs& a, const DeviceInfo&) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   return check_grid(a, kTile, kTile);
 }
 
-void launch_02(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_smem_tiling_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 block(kTile, kTile);
   dim3 grid(static_cast<unsigned>(ceil_div(a.N, kTile)), static_cast<unsigned>(ceil_div(a.M, kTile)));
-  sgemm_smem_kernel<<<grid, block, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  sgemm_smem_tiling_kernel<<<grid, block, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

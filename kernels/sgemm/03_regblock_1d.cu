@@ -18,8 +18,8 @@ static_assert(BK * BN == kThreads, "one B element per thread per tile");
 static_assert(BM % TM == 0, "row groups tile BM");
 
 __global__ void __launch_bounds__(kThreads)
-    sgemm_regblock1d_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                            float* __restrict__ C, int N, int K) {
+    sgemm_regblock_1d_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int N, int K) {
   __shared__ float As[BM][BK];  // [m][k]
   __shared__ float Bs[BK][BN];  // [k][n]
   const int t = threadIdx.x;
@@ -46,13 +46,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 }  // namespace
 
-std::string supports_03(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_regblock_1d_supports(const SgemmArgs& a, const DeviceInfo&) {
   return require_tiles(a, BM, BN, BK, false);
 }
 
-void launch_03(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_regblock_1d_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 grid(a.N / BN, a.M / BM);
-  sgemm_regblock1d_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
+  sgemm_regblock_1d_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

@@ -19,8 +19,8 @@ constexpr int kLoadsA = BM * BK / kThreads;  // 4
 constexpr int kLoadsB = BK * BN / kThreads;  // 4
 
 __global__ void __launch_bounds__(kThreads)
-    sgemm_regblock2d_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                            float* __restrict__ C, int N, int K) {
+    sgemm_regblock_2d_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int N, int K) {
   __shared__ float As[BM][BK];  // [m][k]
   __shared__ float Bs[BK][BN];  // [k][n]
   const int t = threadIdx.x;
@@ -63,13 +63,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 }  // namespace
 
-std::string supports_04(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_regblock_2d_supports(const SgemmArgs& a, const DeviceInfo&) {
   return require_tiles(a, BM, BN, BK, false);
 }
 
-void launch_04(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_regblock_2d_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 grid(a.N / BN, a.M / BM);
-  sgemm_regblock2d_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
+  sgemm_regblock_2d_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

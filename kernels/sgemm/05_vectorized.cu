@@ -68,11 +68,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 }  // namespace
 
-std::string supports_05(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_vectorized_supports(const SgemmArgs& a, const DeviceInfo&) {
   return require_tiles(a, BM, BN, BK, true);
 }
 
-void launch_05(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_vectorized_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 grid(a.N / BN, a.M / BM);
   sgemm_vectorized_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
   KL_CHECK_LAUNCH();

@@ -24,8 +24,8 @@ static_assert(WM == 4 /*tm*/ * TM && WN == 8 /*tn*/ * TN, "4 x 8 lanes of 8x8 co
 static_assert(BM * BK / 4 == kThreads && BK * BN / 4 == kThreads, "one float4 of A and B each");
 
 __global__ void __launch_bounds__(kThreads)
-    sgemm_warptile_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                          float* __restrict__ C, int N, int K) {
+    sgemm_warp_tiling_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int N, int K) {
   __shared__ __align__(16) float As[BK][BM];  // [k][m]: A transposed
   __shared__ __align__(16) float Bs[BK][BN];  // [k][n]
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -74,13 +74,13 @@ __global__ void __launch_bounds__(kThreads)
 }
 }  // namespace
 
-std::string supports_06(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_warp_tiling_supports(const SgemmArgs& a, const DeviceInfo&) {
   return require_tiles(a, BM, BN, BK, true);
 }
 
-void launch_06(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_warp_tiling_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 grid(a.N / BN, a.M / BM);
-  sgemm_warptile_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
+  sgemm_warp_tiling_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

@@ -28,8 +28,8 @@ static_assert(BK == 8 && WM % 32 == 0, "swizzle: XOR 16 on m for k >= 4 stays in
 __device__ __forceinline__ int swz(int k) { return (k >> 2) << 4; }
 
 __global__ void __launch_bounds__(kThreads, 2)
-    sgemm_prefetch_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                          float* __restrict__ C, int N, int K) {
+    sgemm_prefetch_swizzle_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                                  float* __restrict__ C, int N, int K) {
   __shared__ __align__(16) float As[2][BK][BM];  // [stage][k][m ^ swz(k)]
   __shared__ __align__(16) float Bs[2][BK][BN];  // [stage][k][n]
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -97,13 +97,13 @@ __global__ void __launch_bounds__(kThreads, 2)
 }
 }  // namespace
 
-std::string supports_07(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_prefetch_swizzle_supports(const SgemmArgs& a, const DeviceInfo&) {
   return require_tiles(a, BM, BN, BK, true);
 }
 
-void launch_07(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_prefetch_swizzle_launch(const SgemmArgs& a, cudaStream_t s) {
   dim3 grid(a.N / BN, a.M / BM);
-  sgemm_prefetch_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
+  sgemm_prefetch_swizzle_kernel<<<grid, kThreads, 0, s>>>(a.A, a.B, a.C, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

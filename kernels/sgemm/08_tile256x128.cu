@@ -52,8 +52,8 @@ __device__ __forceinline__ float4 load4(const float* p, int valid) {
 
 template <bool kVec>
 __global__ void __launch_bounds__(kThreads, 1)
-    sgemm_tile256_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                         float* __restrict__ C, int M, int N, int K) {
+    sgemm_tile256x128_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                             float* __restrict__ C, int M, int N, int K) {
   __shared__ __align__(16) float As[2][BK][BM];  // [stage][k][m ^ swz(k)]
   __shared__ __align__(16) float Bs[2][BK][BN];  // [stage][k][n]
 
@@ -182,19 +182,19 @@ bool vec_path(const SgemmArgs& a) {
 }
 }  // namespace
 
-std::string supports_08(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_tile256x128_supports(const SgemmArgs& a, const DeviceInfo&) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   if (ceil_div(a.M, BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
   return "";
 }
 
-void launch_08(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_tile256x128_launch(const SgemmArgs& a, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
   if (vec_path(a))
-    sgemm_tile256_kernel<true><<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+    sgemm_tile256x128_kernel<true><<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   else
-    sgemm_tile256_kernel<false><<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+    sgemm_tile256x128_kernel<false><<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

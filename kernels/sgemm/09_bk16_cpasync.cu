@@ -38,8 +38,8 @@ static_assert(BK % 2 == 0, "fragment buffer parity: k = 0 of every tile uses buf
 __device__ __forceinline__ int swz(int k) { return ((k >> 2) & 3) << 3; }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    sgemm_bk16_kernel(const float* __restrict__ A, const float* __restrict__ B,
-                      float* __restrict__ C, int M, int N, int K) {
+    sgemm_bk16_cpasync_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                              float* __restrict__ C, int M, int N, int K) {
   __shared__ __align__(16) float As[2][BK][BM];  // [stage][k][m ^ swz(k)]   32 KB
   __shared__ __align__(16) float Bs[2][BK][BN];  // [stage][k][n]            16 KB
 
@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 }  // namespace
 
-std::string supports_09(const SgemmArgs& a, const DeviceInfo&) {
+std::string sgemm_bk16_cpasync_supports(const SgemmArgs& a, const DeviceInfo&) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   if (a.K % 4 || a.N % 4) return "needs K % 4 == 0 and N % 4 == 0 (16-byte cp.async rows; rung 08 takes any shape)";
@@ -187,9 +187,9 @@ std::string supports_09(const SgemmArgs& a, const DeviceInfo&) {
   return "";
 }
 
-void launch_09(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_bk16_cpasync_launch(const SgemmArgs& a, cudaStream_t s) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_bk16_kernel<<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
+  sgemm_bk16_cpasync_kernel<<<blocks, kThreads, 0, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

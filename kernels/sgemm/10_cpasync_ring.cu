@@ -15,10 +15,14 @@
 namespace kl::sgemm_detail {
 
 namespace {
-using Cf10 = ring::Cfg</*BM=*/256, /*WM=*/64, /*BK=*/16, /*S=*/3>;
+using CpasyncRingTile = ring::Cfg</*BM=*/256, /*WM=*/64, /*BK=*/16, /*S=*/3>;
 }
 
-std::string supports_10(const SgemmArgs& a, const DeviceInfo& d) { return ring::supports<Cf10>(a, d); }
-void launch_10(const SgemmArgs& a, cudaStream_t s) { ring::launch<Cf10, 1>(a, 1, s); }
+std::string sgemm_cpasync_ring_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ring::aligned_bc_supports<CpasyncRingTile>(a, d);
+}
+void sgemm_cpasync_ring_launch(const SgemmArgs& a, cudaStream_t s) {
+  ring::sgemm_ring_launch<CpasyncRingTile, 1>(a, 1, s);
+}
 
 }  // namespace kl::sgemm_detail

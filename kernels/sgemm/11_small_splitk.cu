@@ -15,19 +15,21 @@
 namespace kl::sgemm_detail {
 
 namespace {
-using Cf11 = ring::Cfg</*BM=*/128, /*WM=*/32, /*BK=*/16, /*S=*/3>;
+using SmallSplitkTile = ring::Cfg</*BM=*/128, /*WM=*/32, /*BK=*/16, /*S=*/3>;
 }
 
 // 2 slices when the 128x128 tiles are at most one per SM and each slice keeps >= 16 k-tiles.
-int splits_11(const SgemmArgs& a, const DeviceInfo& d) {
-  const long long tiles = ceil_div(a.M, Cf11::BM) * ceil_div(a.N, ring::BN);
-  const long long kt = ceil_div(a.K, Cf11::BK);
+int small_splitk_slices(const SgemmArgs& a, const DeviceInfo& d) {
+  const long long tiles = ceil_div(a.M, SmallSplitkTile::BM) * ceil_div(a.N, ring::BN);
+  const long long kt = ceil_div(a.K, SmallSplitkTile::BK);
   return tiles <= d.sms && kt >= 32 ? 2 : 1;
 }
 
-std::string supports_11(const SgemmArgs& a, const DeviceInfo& d) { return ring::supports<Cf11>(a, d); }
-void launch_11(const SgemmArgs& a, cudaStream_t s) {
-  ring::launch<Cf11, 2>(a, splits_11(a, device_info()), s);
+std::string sgemm_small_splitk_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ring::aligned_bc_supports<SmallSplitkTile>(a, d);
+}
+void sgemm_small_splitk_launch(const SgemmArgs& a, cudaStream_t s) {
+  ring::sgemm_ring_launch<SmallSplitkTile, 2>(a, small_splitk_slices(a, device_info()), s);
 }
 
 }  // namespace kl::sgemm_detail

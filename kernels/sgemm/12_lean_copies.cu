@@ -14,10 +14,14 @@
 namespace kl::sgemm_detail {
 
 namespace {
-using Cf12 = ring::Cfg</*BM=*/256, /*WM=*/64, /*BK=*/16, /*S=*/3>;
+using LeanCopiesTile = ring::Cfg</*BM=*/256, /*WM=*/64, /*BK=*/16, /*S=*/3>;
 }
 
-std::string supports_12(const SgemmArgs& a, const DeviceInfo& d) { return ring::supports<Cf12>(a, d); }
-void launch_12(const SgemmArgs& a, cudaStream_t s) { ring::launch<Cf12, 1, /*kLean=*/true>(a, 1, s); }
+std::string sgemm_lean_copies_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ring::aligned_bc_supports<LeanCopiesTile>(a, d);
+}
+void sgemm_lean_copies_launch(const SgemmArgs& a, cudaStream_t s) {
+  ring::sgemm_ring_launch<LeanCopiesTile, 1, /*kLean=*/true>(a, 1, s);
+}
 
 }  // namespace kl::sgemm_detail

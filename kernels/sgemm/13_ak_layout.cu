@@ -15,7 +15,11 @@
 
 namespace kl::sgemm_detail {
 
-std::string supports_13(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<16>(a, d); }
-void launch_13(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<16>(a, s); }
+std::string sgemm_ak_layout_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ak::aligned_abc_supports<16>(a, d);
+}
+void sgemm_ak_layout_launch(const SgemmArgs& a, cudaStream_t s) {
+  ak::sgemm_ak_launch<16>(a, s);
+}
 
 }  // namespace kl::sgemm_detail

@@ -12,16 +12,22 @@
 
 namespace kl::sgemm_detail {
 
-std::string supports_14(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<32>(a, d); }
-void launch_14(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<32>(a, s); }
+std::string sgemm_ak_bk32_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ak::aligned_abc_supports<32>(a, d);
+}
+void sgemm_ak_bk32_launch(const SgemmArgs& a, cudaStream_t s) {
+  ak::sgemm_ak_launch<32>(a, s);
+}
 
 namespace {
 // One experiment row: the ak kernel with (k-tile depth, stages, k-step unroll) = (BK, S, KQU).
 template <int BK, int S, int KQU, int BM = 256>
 Rung<SgemmArgs> ak_row(int number, const char* name, const char* change) {
   return {number, name, change,
-          [](const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<BK, S, BM>(a, d); },
-          [](const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<BK, S, KQU, BM>(a, s); }};
+          [](const SgemmArgs& a, const DeviceInfo& d) {
+            return ak::aligned_abc_supports<BK, S, BM>(a, d);
+          },
+          [](const SgemmArgs& a, cudaStream_t s) { ak::sgemm_ak_launch<BK, S, KQU, BM>(a, s); }};
 }
 }  // namespace
 

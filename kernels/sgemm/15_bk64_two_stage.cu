@@ -15,7 +15,11 @@
 
 namespace kl::sgemm_detail {
 
-std::string supports_15(const SgemmArgs& a, const DeviceInfo& d) { return ak::supports_ak<64, 2>(a, d); }
-void launch_15(const SgemmArgs& a, cudaStream_t s) { ak::launch_ak<64, 2, 8>(a, s); }
+std::string sgemm_bk64_two_stage_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  return ak::aligned_abc_supports<64, 2>(a, d);
+}
+void sgemm_bk64_two_stage_launch(const SgemmArgs& a, cudaStream_t s) {
+  ak::sgemm_ak_launch<64, 2, 8>(a, s);
+}
 
 }  // namespace kl::sgemm_detail

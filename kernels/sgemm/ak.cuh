@@ -171,8 +171,10 @@ __global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::
   }
 }
 
+// "" when sgemm_ak_kernel (BK deep, S stages, BM rows) takes the shape: 16-byte rows of A, B and C
+// at 16-byte aligned addresses, a grid that fits, the ring within the device's shared memory.
 template <int BK, int S = 3, int BM = 256>
-std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
+std::string aligned_abc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   if (a.K % 4 || a.N % 4)
@@ -186,7 +188,7 @@ std::string supports_ak(const SgemmArgs& a, const DeviceInfo& d) {
 }
 
 template <int BK, int S = 3, int KQU = BK / 4, int BM = 256>
-void launch_ak(const SgemmArgs& a, cudaStream_t s) {
+void sgemm_ak_launch(const SgemmArgs& a, cudaStream_t s) {
   constexpr int smem = AkCfg<BK, S, BM>::kSmemBytes;
   static const bool opted = [] {
     KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU, BM>,

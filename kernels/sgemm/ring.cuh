@@ -51,8 +51,8 @@ __device__ __forceinline__ int swz(int k) { return (k & 7) << 2; }
 
 template <class Cf, int kMinBlocks, bool kLean>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    ring_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
-                int M, int N, int K, int kt_per_slice) {
+    sgemm_ring_kernel(const float* __restrict__ A, const float* __restrict__ B,
+                      float* __restrict__ C, int M, int N, int K, int kt_per_slice) {
   constexpr int BM = Cf::BM, WM = Cf::WM, BK = Cf::BK, S = Cf::S, TM = Cf::TM;
   extern __shared__ __align__(16) float smem[];  // S x { As[BK][BM], Bs[BK][BN] }
 
@@ -224,11 +224,11 @@ inline int kt_per_slice(int K, int BK, int slices) {
 }
 
 template <class Cf, int kMinBlocks, bool kLean = false>
-void launch(const SgemmArgs& a, int slices, cudaStream_t s) {
+void sgemm_ring_launch(const SgemmArgs& a, int slices, cudaStream_t s) {
   constexpr int smem = Cf::kSmemBytes;
   // The opt-in above 48 KB, once per process (the attribute belongs to the function).
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(ring_kernel<Cf, kMinBlocks, kLean>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ring_kernel<Cf, kMinBlocks, kLean>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
@@ -239,12 +239,15 @@ void launch(const SgemmArgs& a, int slices, cudaStream_t s) {
   if (ys > 1)  // the slices add into C
     KL_CHECK(cudaMemsetAsync(a.C, 0, sizeof(float) * static_cast<size_t>(a.M) * a.N, s));
   const dim3 grid(static_cast<unsigned>(ceil_div(a.M, Cf::BM) * ceil_div(a.N, BN)), ys);
-  ring_kernel<Cf, kMinBlocks, kLean><<<grid, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K, per);
+  sgemm_ring_kernel<Cf, kMinBlocks, kLean><<<grid, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N,
+                                                                         a.K, per);
   KL_CHECK_LAUNCH();
 }
 
+// "" when sgemm_ring_kernel<Cf> takes the shape: 16-byte rows of B and C at 16-byte aligned
+// addresses (A may have any alignment), a grid that fits, the ring within the device's shared memory.
 template <class Cf>
-std::string supports(const SgemmArgs& a, const DeviceInfo& d) {
+std::string aligned_bc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
   if (a.K % 4 || a.N % 4)

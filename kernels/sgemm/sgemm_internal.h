@@ -1,5 +1,6 @@
 // kernels/sgemm/sgemm_internal.h — family-private declarations shared by sgemm.cu and the rungs:
-// each rung file defines its supports() and launch(); sgemm.cu puts them in the one table.
+// each rung file defines sgemm_<rung name>_supports() and _launch(); sgemm.cu puts them in the one
+// table.
 #pragma once
 #include <sstream>
 #include <string>
@@ -8,25 +9,25 @@
 
 namespace kl::sgemm_detail {
 
-#define KL_SGEMM_DECLARE_RUNG(NN)                                                  \
-  std::string supports_##NN(const SgemmArgs& a, const DeviceInfo& d);              \
-  void launch_##NN(const SgemmArgs& a, cudaStream_t s);
-KL_SGEMM_DECLARE_RUNG(00)
-KL_SGEMM_DECLARE_RUNG(01)
-KL_SGEMM_DECLARE_RUNG(02)
-KL_SGEMM_DECLARE_RUNG(03)
-KL_SGEMM_DECLARE_RUNG(04)
-KL_SGEMM_DECLARE_RUNG(05)
-KL_SGEMM_DECLARE_RUNG(06)
-KL_SGEMM_DECLARE_RUNG(07)
-KL_SGEMM_DECLARE_RUNG(08)
-KL_SGEMM_DECLARE_RUNG(09)
-KL_SGEMM_DECLARE_RUNG(10)
-KL_SGEMM_DECLARE_RUNG(11)
-KL_SGEMM_DECLARE_RUNG(12)
-KL_SGEMM_DECLARE_RUNG(13)
-KL_SGEMM_DECLARE_RUNG(14)
-KL_SGEMM_DECLARE_RUNG(15)
+#define KL_SGEMM_DECLARE_RUNG(name)                                               \
+  std::string sgemm_##name##_supports(const SgemmArgs& a, const DeviceInfo& d);    \
+  void sgemm_##name##_launch(const SgemmArgs& a, cudaStream_t s);
+KL_SGEMM_DECLARE_RUNG(naive)
+KL_SGEMM_DECLARE_RUNG(coalesced)
+KL_SGEMM_DECLARE_RUNG(smem_tiling)
+KL_SGEMM_DECLARE_RUNG(regblock_1d)
+KL_SGEMM_DECLARE_RUNG(regblock_2d)
+KL_SGEMM_DECLARE_RUNG(vectorized)
+KL_SGEMM_DECLARE_RUNG(warp_tiling)
+KL_SGEMM_DECLARE_RUNG(prefetch_swizzle)
+KL_SGEMM_DECLARE_RUNG(tile256x128)
+KL_SGEMM_DECLARE_RUNG(bk16_cpasync)
+KL_SGEMM_DECLARE_RUNG(cpasync_ring)
+KL_SGEMM_DECLARE_RUNG(small_splitk)
+KL_SGEMM_DECLARE_RUNG(lean_copies)
+KL_SGEMM_DECLARE_RUNG(ak_layout)
+KL_SGEMM_DECLARE_RUNG(ak_bk32)
+KL_SGEMM_DECLARE_RUNG(bk64_two_stage)
 #undef KL_SGEMM_DECLARE_RUNG
 // Experiment rows 90+ (only with KL_SGEMM_EXP=1 in the environment; never in the default table):
 // rungs 14/15's kernel with other (k-tile depth, stages, k-step unroll) settings (14_ak_bk32.cu).
