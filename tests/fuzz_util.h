@@ -1,5 +1,6 @@
 // tests/fuzz_util.h — what the fuzz tests (tests/test_gpu_<family>_fuzz.cu) share: the seed, the
-// time budget, the dimension generators and the one-line summary.
+// time budget, the validation of every rung and the entry point, the dimension generators and the
+// one-line summary.
 //
 // A fuzz test draws shapes (and dtypes) at random within its family's documented limits, runs every
 // rung whose supports() accepts the shape and the entry point, and validates each against the
@@ -29,7 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/device.h"
 #include "kernels/common/dtype.h"
+#include "kernels/common/registry.h"
+#include "tests/gpu_test.h"
 
 namespace kl::fuzz {
 
@@ -54,6 +58,11 @@ std::string guarded(F&& f) {
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what();
   }
+}
+
+// A gtest check as a failure text: "" when it passed, else its message.
+inline std::string failure_text(const ::testing::AssertionResult& r) {
+  return r ? std::string() : std::string(r.message());
 }
 
 inline uint64_t splitmix64(uint64_t x) {
@@ -195,6 +204,37 @@ class Run {
   bool last_failed_ = false, printed_ = false;
   std::mt19937_64 rng_;
 };
+
+// ---------------------------------------------------------------- validation
+// One validation on the current shape: prepare() (poison the outputs, restore what the kernel
+// writes in place), launch(), a synchronize (a hang exits naming run.where()), then verify(): ""
+// when the output matched the reference, else the failure text. An exception is the failure text.
+template <class Prepare, class Launch, class Verify>
+std::string validate(const Run& run, Prepare&& prepare, Launch&& launch, Verify&& verify) {
+  return guarded([&]() -> std::string {
+    prepare();
+    launch();
+    test::sync_or_die(run.where());
+    return verify();
+  });
+}
+
+// Validates `a` on every rung of `rungs` whose supports() accepts it (the others count as
+// refusals), then on the entry point `entry`, all on the legacy default stream.
+template <class Args, class Prepare, class Verify>
+void every_rung_and_entry(Run& run, const std::vector<Rung<Args>>& rungs,
+                          void (*entry)(const Args&, cudaStream_t), const Args& a, Prepare&& prepare,
+                          Verify&& verify) {
+  const DeviceInfo& d = device_info();
+  for (const auto& r : rungs) {
+    if (!r.supports(a, d).empty()) {
+      run.refused();
+      continue;
+    }
+    run.result(rung_label(r.number), validate(run, prepare, [&] { launch_checked(r, a, 0); }, verify));
+  }
+  run.result(Run::kEntry, validate(run, prepare, [&] { entry(a, 0); }, verify));
+}
 
 // ---------------------------------------------------------------- generators
 inline long long uniform(std::mt19937_64& g, long long lo, long long hi) {

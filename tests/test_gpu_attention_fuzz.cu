@@ -67,25 +67,15 @@ TEST(AttentionFuzz, EveryRungAndEntryPoint) {
     const long long rows = 1LL * c.B * c.Hq * c.Sq;
     const bool all_rows = rows * c.Skv * c.D <= kAllRowsWork;
     const AttentionCheck chk = attention_reference_sampled(a, 128, run.data_seed(), all_rows ? rows : 0);
-    auto check = [&](const Rung<AttentionArgs>* r, const AttentionArgs& args) {
-      return fuzz::guarded([&] {
-        poison(p.o.ptr, 2 * p.nQ);
-        if (r) launch_checked(*r, args, 0);
-        else attention(args, 0);
-        test::sync_or_die(run.where());
-        const ErrStats e = attention_check_output(args, chk);
-        return e.ok ? std::string() : test::describe(e, args, chk);
-      });
+    auto prepare = [&] { poison(p.o.ptr, 2 * p.nQ); };
+    // The workspace-less launch writes the same O: one check serves both.
+    auto verify = [&] {
+      const ErrStats e = attention_check_output(a, chk);
+      return e.ok ? std::string() : test::describe(e, a, chk);
     };
-    for (const auto& r : attention_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r, a));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr, a));
-    run.result(fuzz::Run::kEntry, check(nullptr, p.args()));  // no workspace: still computed
+    fuzz::every_rung_and_entry(run, attention_rungs(), attention, a, prepare, verify);
+    const AttentionArgs no_ws = p.args();  // no workspace: still computed
+    run.result(fuzz::Run::kEntry, fuzz::validate(run, prepare, [&] { attention(no_ws, 0); }, verify));
   }
 }
 

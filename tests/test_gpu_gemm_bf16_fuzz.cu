@@ -49,23 +49,8 @@ TEST(GemmBf16Fuzz, EveryRungAndEntryPoint) {
 
     test::GemmProblem p(int(M), int(N), int(K), run.data_seed(), /*with_workspace=*/true);
     const GemmBf16Args a = p.args();
-    auto check = [&](const Rung<GemmBf16Args>* r) {
-      return fuzz::guarded([&] {
-        p.poison();
-        if (r) launch_checked(*r, a, nullptr);
-        else gemm_bf16(a, nullptr);
-        test::sync_or_die(run.where());
-        return p.check(p.result());
-      });
-    };
-    for (const auto& r : gemm_bf16_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    fuzz::every_rung_and_entry(run, gemm_bf16_rungs(), gemm_bf16, a, [&] { p.poison(); },
+                               [&] { return p.check(p.result()); });
   }
 }
 

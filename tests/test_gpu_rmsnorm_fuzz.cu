@@ -47,8 +47,7 @@ Drawn draw(fuzz::Run& run, const DeviceInfo& d) {
 }
 
 std::string compare_y(const DevTensor& y, const std::vector<double>& ref, const fuzz::RowOp& s) {
-  const ::testing::AssertionResult r = rowops_test::close(y.download(), ref, s.t, s.cols, "y");
-  return r ? std::string() : std::string(r.message());
+  return fuzz::failure_text(rowops_test::close(y.download(), ref, s.t, s.cols, "y"));
 }
 
 TEST(RmsnormFuzz, EveryRungAndEntryPoint) {
@@ -65,24 +64,9 @@ TEST(RmsnormFuzz, EveryRungAndEntryPoint) {
     std::vector<float> yref(n);
     rmsnorm_ref(hx.data(), hw.data(), yref.data(), s.rows, s.cols, kEps);
     const std::vector<double> ref(yref.begin(), yref.end());
-    RmsnormArgs a{x.ptr(), w.ptr(), y.ptr(), s.rows, s.cols, kEps, s.t};
-    auto check = [&](const Rung<RmsnormArgs>* r) {
-      return fuzz::guarded([&] {
-        y.poison();
-        if (r) launch_checked(*r, a, 0);
-        else rmsnorm(a, 0);
-        test::sync_or_die(run.where());
-        return compare_y(y, ref, s);
-      });
-    };
-    for (const auto& r : rmsnorm_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    const RmsnormArgs a{x.ptr(), w.ptr(), y.ptr(), s.rows, s.cols, kEps, s.t};
+    fuzz::every_rung_and_entry(run, rmsnorm_rungs(), rmsnorm, a, [&] { y.poison(); },
+                               [&] { return compare_y(y, ref, s); });
   }
 }
 
@@ -102,32 +86,21 @@ TEST(AddRmsnormFuzz, EveryRungAndEntryPoint) {
     std::vector<float> rref(n), yref(n);
     add_rmsnorm_ref(hr.data(), hx.data(), hw.data(), rref.data(), yref.data(), s.rows, s.cols, kEps, s.t);
     const std::vector<double> ref(yref.begin(), yref.end());
-    AddRmsnormArgs a{r.ptr(), x.ptr(), w.ptr(), y.ptr(), s.rows, s.cols, kEps, s.t};
-    auto check = [&](const Rung<AddRmsnormArgs>* rung) {
-      return fuzz::guarded([&] {
-        r.upload(r_in);  // r is read and written: every launch starts from the same residual
-        y.poison();
-        if (rung) launch_checked(*rung, a, 0);
-        else add_rmsnorm(a, 0);
-        test::sync_or_die(run.where());
-        // r = round(r + x) is computed identically on both sides: it must match bit for bit.
-        const std::vector<float> gr = r.download();
-        for (size_t i = 0; i < n; ++i)
-          if (!(gr[i] == rref[i]))
-            return "r (= r + x) at row " + std::to_string(i / s.cols) + " col " +
-                   std::to_string(i % s.cols) + " is " + std::to_string(gr[i]) + ", expected " +
-                   std::to_string(rref[i]);
-        return compare_y(y, ref, s);
-      });
+    const AddRmsnormArgs a{r.ptr(), x.ptr(), w.ptr(), y.ptr(), s.rows, s.cols, kEps, s.t};
+    auto prepare = [&] {
+      r.upload(r_in);  // r is read and written: every launch starts from the same residual
+      y.poison();
     };
-    for (const auto& rung : add_rmsnorm_rungs()) {
-      if (!rung.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(rung.number), check(&rung));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    fuzz::every_rung_and_entry(run, add_rmsnorm_rungs(), add_rmsnorm, a, prepare, [&] {
+      // r = round(r + x) is computed identically on both sides: it must match bit for bit.
+      const std::vector<float> gr = r.download();
+      for (size_t i = 0; i < n; ++i)
+        if (!(gr[i] == rref[i]))
+          return "r (= r + x) at row " + std::to_string(i / s.cols) + " col " +
+                 std::to_string(i % s.cols) + " is " + std::to_string(gr[i]) + ", expected " +
+                 std::to_string(rref[i]);
+      return compare_y(y, ref, s);
+    });
   }
 }
 

@@ -71,40 +71,21 @@ TEST(SgemmFuzz, EveryRungAndEntryPoint) {
     DevFloats dA(A.size(), off[0]), dB(B.size(), off[1]), dC(ref.size(), off[2]);
     KL_CHECK(cudaMemcpy(dA.ptr(), A.data(), 4 * A.size(), cudaMemcpyHostToDevice));
     KL_CHECK(cudaMemcpy(dB.ptr(), B.data(), 4 * B.size(), cudaMemcpyHostToDevice));
-    SgemmArgs a;
-    a.A = dA.ptr();
-    a.B = dB.ptr();
-    a.C = dC.ptr();
-    a.M = int(M);
-    a.N = int(N);
-    a.K = int(K);
-    auto check = [&](const Rung<SgemmArgs>* r) {
-      return fuzz::guarded([&] {
-        KL_CHECK(cudaMemset(dC.base, 0xFF, 4 * (ref.size() + dC.off + 1)));  // NaN poison
-        if (r) launch_checked(*r, a, 0);
-        else sgemm(a, 0);
-        test::sync_or_die(run.where());
-        std::vector<float> got(ref.size());
-        KL_CHECK(cudaMemcpy(got.data(), dC.ptr(), 4 * got.size(), cudaMemcpyDeviceToHost));
-        size_t bad = 0;
-        std::ostringstream s;
-        for (size_t k = 0; k < got.size(); ++k)
-          if (!(std::fabs(got[k] - ref[k]) <= tol(int(K), ref[k]))) {
-            if (bad < 4) s << " C[" << k / N << "," << k % N << "]=" << got[k] << " want " << ref[k] << ";";
-            ++bad;
-          }
-        if (!bad) return std::string();
-        return std::to_string(bad) + " of " + std::to_string(got.size()) + " elements wrong:" + s.str();
-      });
-    };
-    for (const auto& r : sgemm_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    const SgemmArgs a{dA.ptr(), dB.ptr(), dC.ptr(), int(M), int(N), int(K)};
+    auto poison = [&] { KL_CHECK(cudaMemset(dC.base, 0xFF, 4 * (ref.size() + dC.off + 1))); };  // NaN
+    fuzz::every_rung_and_entry(run, sgemm_rungs(), sgemm, a, poison, [&] {
+      std::vector<float> got(ref.size());
+      KL_CHECK(cudaMemcpy(got.data(), dC.ptr(), 4 * got.size(), cudaMemcpyDeviceToHost));
+      size_t bad = 0;
+      std::ostringstream s;
+      for (size_t k = 0; k < got.size(); ++k)
+        if (!(std::fabs(got[k] - ref[k]) <= tol(int(K), ref[k]))) {
+          if (bad < 4) s << " C[" << k / N << "," << k % N << "]=" << got[k] << " want " << ref[k] << ";";
+          ++bad;
+        }
+      if (!bad) return std::string();
+      return std::to_string(bad) + " of " + std::to_string(got.size()) + " elements wrong:" + s.str();
+    });
   }
 }
 

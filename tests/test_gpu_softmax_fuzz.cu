@@ -69,30 +69,10 @@ TEST(SoftmaxFuzz, EveryRungAndEntryPoint) {
     const std::vector<float> hx = x.upload(make_input(s.rows, s.cols, special, run.data_seed()));
     std::vector<double> ref(n);
     softmax_reference(hx.data(), ref.data(), s.rows, s.cols);
-    SoftmaxArgs a;
-    a.x = x.ptr();
-    a.y = y.ptr();
-    a.rows = s.rows;
-    a.cols = s.cols;
-    a.dtype = s.t;
-    auto check = [&](const Rung<SoftmaxArgs>* r) {
-      return fuzz::guarded([&] {
-        y.poison();
-        if (r) launch_checked(*r, a, 0);
-        else softmax(a, 0);
-        test::sync_or_die(run.where());
-        const ::testing::AssertionResult ok = rowops_test::close(y.download(), ref, s.t, s.cols, "y");
-        return ok ? std::string() : std::string(ok.message());
-      });
-    };
-    for (const auto& r : softmax_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    const SoftmaxArgs a{x.ptr(), y.ptr(), s.rows, s.cols, s.t};
+    fuzz::every_rung_and_entry(run, softmax_rungs(), softmax, a, [&] { y.poison(); }, [&] {
+      return fuzz::failure_text(rowops_test::close(y.download(), ref, s.t, s.cols, "y"));
+    });
   }
 }
 

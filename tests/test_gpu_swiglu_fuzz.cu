@@ -34,31 +34,10 @@ TEST(SwigluFuzz, EveryRungAndEntryPoint) {
     const std::vector<float> hu = u.upload(rowops_test::random_values(n, -2.f, 2.f, run.data_seed() + 1));
     std::vector<double> ref(n);
     swiglu_reference(hg.data(), hu.data(), ref.data(), n);
-    SwigluArgs a;
-    a.g = g.ptr();
-    a.u = u.ptr();
-    a.y = y.ptr();
-    a.rows = s.rows;
-    a.cols = s.cols;
-    a.dtype = s.t;
-    auto check = [&](const Rung<SwigluArgs>* r) {
-      return fuzz::guarded([&] {
-        y.poison();
-        if (r) launch_checked(*r, a, 0);
-        else swiglu(a, 0);
-        test::sync_or_die(run.where());
-        const ::testing::AssertionResult ok = rowops_test::close(y.download(), ref, s.t, s.cols, "y");
-        return ok ? std::string() : std::string(ok.message());
-      });
-    };
-    for (const auto& r : swiglu_rungs()) {
-      if (!r.supports(a, d).empty()) {
-        run.refused();
-        continue;
-      }
-      run.result(fuzz::rung_label(r.number), check(&r));
-    }
-    run.result(fuzz::Run::kEntry, check(nullptr));
+    const SwigluArgs a{g.ptr(), u.ptr(), y.ptr(), s.rows, s.cols, s.t};
+    fuzz::every_rung_and_entry(run, swiglu_rungs(), swiglu, a, [&] { y.poison(); }, [&] {
+      return fuzz::failure_text(rowops_test::close(y.download(), ref, s.t, s.cols, "y"));
+    });
   }
 }
 
