@@ -174,13 +174,13 @@ TEST(GemmBf16, Part1InteriorCopiesPartialK) {
   for (const Shape3& sh : std::vector<Shape3>{{2048, 2048, 1000}, {2200, 2104, 1000}, {1000, 1016, 200}}) {
     Problem p(sh, 5);
     p.poison();
-    ASSERT_NO_THROW(gemm_bf16_detail::rung03_launch_tile(Tile::L, p.args(), nullptr)) << str(sh);
+    ASSERT_NO_THROW(gemm_bf16_detail::gemm_bf16_mma_sync_swizzle_launch_tile(Tile::L, p.args(), nullptr)) << str(sh);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 03 " << str(sh);
     EXPECT_EQ(p.check(4000), "") << "rung 03, tile L on " << str(sh);
     for (int sk : {-1, +1}) {
-      ASSERT_EQ(gemm_bf16_detail::rung04_supports_tile(Tile::L, sk, p.args(), device_info()), "") << str(sh);
+      ASSERT_EQ(gemm_bf16_detail::gemm_bf16_stream_k_supports_tile(Tile::L, sk, p.args(), device_info()), "") << str(sh);
       p.poison();
-      ASSERT_NO_THROW(gemm_bf16_detail::rung04_launch_tile(Tile::L, sk, p.args(), nullptr)) << str(sh);
+      ASSERT_NO_THROW(gemm_bf16_detail::gemm_bf16_stream_k_launch_tile(Tile::L, sk, p.args(), nullptr)) << str(sh);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 04 sk=" << sk << " " << str(sh);
       EXPECT_EQ(p.check(4000), "") << "rung 04 (sk " << sk << "), tile L on " << str(sh);
     }
@@ -285,23 +285,23 @@ TEST(GemmBf16, EveryTileForcedMatchesCpu) {
       const std::string what = std::string(tile_name(t)) + " on " + str(sh);
       p.poison();
       try {
-        gemm_bf16_detail::rung03_launch_tile(t, p.args(), nullptr);
+        gemm_bf16_detail::gemm_bf16_mma_sync_swizzle_launch_tile(t, p.args(), nullptr);
       } catch (const BadArgument& e) {
         continue;  // does not fit this device
       }
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 03 " << what;
       EXPECT_EQ(p.check(samples), "") << "rung 03, tile " << what;
       for (int sk : {-1, +1}) {
-        if (!gemm_bf16_detail::rung04_supports_tile(t, sk, p.args(), device_info()).empty())
+        if (!gemm_bf16_detail::gemm_bf16_stream_k_supports_tile(t, sk, p.args(), device_info()).empty())
           continue;  // decode-only or Hopper-only tiles the plan does not instantiate
         p.poison();
-        ASSERT_NO_THROW(gemm_bf16_detail::rung04_launch_tile(t, sk, p.args(), nullptr)) << what;
+        ASSERT_NO_THROW(gemm_bf16_detail::gemm_bf16_stream_k_launch_tile(t, sk, p.args(), nullptr)) << what;
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "rung 04 sk=" << sk << " " << what;
         const std::vector<uint16_t> first = p.download();
         EXPECT_EQ(p.check(samples), "") << "rung 04 (sk " << sk << "), tile " << what;
         if (sk > 0) {
           p.poison();
-          gemm_bf16_detail::rung04_launch_tile(t, sk, p.args(), nullptr);
+          gemm_bf16_detail::gemm_bf16_stream_k_launch_tile(t, sk, p.args(), nullptr);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           EXPECT_TRUE(p.download() == first) << "rung 04 Stream-K not bitwise repeatable, " << what;
         }

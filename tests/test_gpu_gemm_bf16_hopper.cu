@@ -208,14 +208,14 @@ TEST(GemmBf16Hopper, DecodeSplitKRungShapes) {
   for (const Dims& d : cases) {
     std::string e = run_rung(11, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
-    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_11(d.M, d.N, d.K)
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::gemm_bf16_decode_tma_splitk_describe(d.M, d.N, d.K)
                            << ") " << e;
   }
   // The configurations of the bench's decode shapes (for the doc; no check).
   for (int M : {1, 16, 32, 64})
     for (auto nk : {std::pair<int, int>{4096, 4096}, {11008, 4096}, {4096, 11008}})
       std::printf("[rung11 cfg] M=%d N=%d K=%d: %s\n", M, nk.first, nk.second,
-                  kl::hopper_gemm::describe_11(M, nk.first, nk.second).c_str());
+                  kl::hopper_gemm::gemm_bf16_decode_tma_splitk_describe(M, nk.first, nk.second).c_str());
 }
 
 // Rung 11 with (T, S, ring mode) forced: every path (mma.sync M <= 16, wgmma n32 M <= 32, wgmma
@@ -243,7 +243,7 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedConfigs) {
     KL_SKIP_UNLESS_SM90A(r->supports(p.args(), d));
     for (const Cfg& c : cfgs) {
       p.poison();
-      kl::hopper_gemm::launch_11_forced(p.args(), c.T, c.S, c.mode, c.pfx, 0);
+      kl::hopper_gemm::gemm_bf16_decode_tma_splitk_launch_forced(p.args(), c.T, c.S, c.mode, c.pfx, 0);
       const std::string what = "rung 11 forced T=" + std::to_string(c.T) + " S=" +
                                std::to_string(c.S) + " ring=" + std::to_string(c.mode) + " pfx=" +
                                std::to_string(c.pfx) + " at " +
@@ -266,11 +266,11 @@ TEST(GemmBf16Hopper, DecodeSplitKForcedDeterministic) {
       for (int S : {3, 6, 8}) {
         const std::string at = "T=" + std::to_string(T) + " S=" + std::to_string(S);
         p.poison();
-        kl::hopper_gemm::launch_11_forced(p.args(), T, S, 1, 2, 0);
+        kl::hopper_gemm::gemm_bf16_decode_tma_splitk_launch_forced(p.args(), T, S, 1, 2, 0);
         sync_or_die("determinism 1, " + at);
         const auto c1 = p.result();
         p.poison();
-        kl::hopper_gemm::launch_11_forced(p.args(), T, S, 1, 2, 0);
+        kl::hopper_gemm::gemm_bf16_decode_tma_splitk_launch_forced(p.args(), T, S, 1, 2, 0);
         sync_or_die("determinism 2, " + at);
         EXPECT_EQ(c1, p.result()) << "rung 11 M=" << M << " " << at << " not bitwise reproducible";
         EXPECT_TRUE(p.check(c1).empty()) << "M=" << M << " " << at << ": " << p.check(c1);
@@ -307,7 +307,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
   for (const Dims& d : cases) {
     std::string e = run_rung(15, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
-    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_15(d.M, d.N) << ") " << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::gemm_bf16_decode_no_split_describe(d.M, d.N) << ") " << e;
   }
   const Dims variant_cases[] = {{1, 264, 72, "9 strips (odd)"}, {8, 40, 1000, "M = 8"},
                                 {9, 40, 1000, "M = 9"}, {33, 1032, 4104, "M = 33, long K"},
@@ -317,14 +317,14 @@ TEST(GemmBf16Hopper, DecodeNoSplitRungShapes) {
     for (const Dims& d : variant_cases) {
       Problem p(d.M, d.N, d.K, 3);
       p.poison();
-      kl::hopper_gemm::launch_15_variant(p.args(), v, 0);
+      kl::hopper_gemm::gemm_bf16_decode_no_split_launch_variant(p.args(), v, 0);
       sync_or_die(std::string("rung 15 variant ") + names[v] + " at " + d.what);
       const std::string e = p.check(p.result());
       EXPECT_TRUE(e.empty()) << "[" << d.what << "] rung 15, " << names[v] << ": " << e;
     }
   for (int M : {1, 16, 32, 64})
     for (int N : {4096, 11008})
-      std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_15(M, N).c_str());
+      std::printf("[rung15 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::gemm_bf16_decode_no_split_describe(M, N).c_str());
 }
 
 // Rung 15 with its strip width and cluster forced (32-128 W rows per CTA,
@@ -345,14 +345,14 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
     Problem p(d.M, d.N, d.K, 9);
     KL_SKIP_UNLESS_SM90A(rung(15)->supports(p.args(), kl::device_info()));
     p.poison();
-    kl::hopper_gemm::launch_15(p.args(), 0);
+    kl::hopper_gemm::gemm_bf16_decode_no_split_launch(p.args(), 0);
     sync_or_die(std::string("rung 15 at ") + d.what);
     const auto base = p.result();
     ASSERT_TRUE(p.check(base).empty()) << "[" << d.what << "] rung 15: " << p.check(base);
     for (int bn : {32, 64, 96, 128})
       for (int cl : {1, 2, 4, 0}) {  // 0: split-M pairs
         p.poison();
-        kl::hopper_gemm::launch_15_strip(p.args(), bn, cl ? cl : 2, cl == 0, 0);
+        kl::hopper_gemm::gemm_bf16_decode_no_split_launch_strip(p.args(), bn, cl ? cl : 2, cl == 0, 0);
         const std::string what = "rung 15 BN=" + std::to_string(bn) +
                                  (cl ? " CL=" + std::to_string(cl) : std::string(" split-M pairs")) +
                                  " at " + d.what;
@@ -363,7 +363,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitStrips) {
       }
     for (int bn : {80, 88, 104, 112}) {  // widths cut into n64 / n32 / n24 / n16 pieces
       p.poison();
-      kl::hopper_gemm::launch_15_strip(p.args(), bn, 1, false, 0);
+      kl::hopper_gemm::gemm_bf16_decode_no_split_launch_strip(p.args(), bn, 1, false, 0);
       const std::string what = "rung 15 BN=" + std::to_string(bn) + " at " + d.what;
       sync_or_die(what);
       const auto c = p.result();
@@ -389,23 +389,23 @@ TEST(GemmBf16Hopper, SmallTilesShapes) {
   for (const Dims& d : cases) {
     std::string e = run_rung(16, d.M, d.N, d.K);
     if (e.rfind("SKIP: ", 0) == 0) KL_SKIP_UNLESS_SM90A(e.substr(6));
-    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::describe_16(d.M, d.N) << ") " << e;
+    EXPECT_TRUE(e.empty()) << "[" << d.what << "] (" << kl::hopper_gemm::gemm_bf16_small_tiles_describe(d.M, d.N) << ") " << e;
     // Pairs of CTAs on one strip and two tiles, W multicast: the same bits (an odd tile
     // count leaves the last pair's second CTA wholly past M).
     Problem p(d.M, d.N, d.K, 4);
     p.poison();
-    kl::hopper_gemm::launch_16(p.args(), 0);
+    kl::hopper_gemm::gemm_bf16_small_tiles_launch(p.args(), 0);
     sync_or_die(std::string("rung 16 at ") + d.what);
     const auto base = p.result();
     p.poison();
-    kl::hopper_gemm::launch_16_pairs(p.args(), 0);
+    kl::hopper_gemm::gemm_bf16_small_tiles_launch_pairs(p.args(), 0);
     sync_or_die(std::string("rung 16 pairs at ") + d.what);
     const auto c = p.result();
     EXPECT_TRUE(p.check(c).empty()) << "[" << d.what << "] rung 16 pairs: " << p.check(c);
     EXPECT_EQ(base, c) << "[" << d.what << "] rung 16 pairs: not bitwise equal to rung 16";
   }
   for (auto [M, N] : {std::pair<int, int>{1024, 1024}, {1000, 1000}, {4097, 1016}, {2048, 2048}})
-    std::printf("[rung16 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::describe_16(M, N).c_str());
+    std::printf("[rung16 cfg] M=%d N=%d: %s\n", M, N, kl::hopper_gemm::gemm_bf16_small_tiles_describe(M, N).c_str());
 }
 
 // Rung 15 with its ring forced to 1-4 CTAs per SM (the 4-stage minimum wraps every 4 k-blocks,
@@ -423,7 +423,7 @@ TEST(GemmBf16Hopper, DecodeNoSplitForcedRings) {
     std::vector<uint16_t> first;
     for (auto [cps, wpre] : plans) {
       p.poison();
-      kl::hopper_gemm::launch_15_forced(p.args(), cps, wpre, 0);
+      kl::hopper_gemm::gemm_bf16_decode_no_split_launch_forced(p.args(), cps, wpre, 0);
       const std::string what = "rung 15 forced cps=" + std::to_string(cps) + " wpre=" +
                                std::to_string(wpre) + " at " + std::to_string(sh.M) + "x" +
                                std::to_string(sh.N) + "x" + std::to_string(sh.K);
@@ -543,7 +543,7 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
   const int M = 2048, N1 = 2048, K1 = 1024, N2 = 264;
   Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256: GEMM 2 launches under its tail
   Problem p2(M, N2, N1, 32);
-  ASSERT_EQ(kl::hopper_gemm::supports_12(p1.args(), kl::device_info()), "");
+  ASSERT_EQ(kl::hopper_gemm::gemm_bf16_four_stages_supports(p1.args(), kl::device_info()), "");
   cudaStream_t st;
   KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   GemmBf16Args a1 = p1.args(), a2 = p2.args();
@@ -554,8 +554,8 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
   for (int rep = 0; rep < 3; ++rep) {
     KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(M) * N1 * 2, st));
     KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(M) * N2 * 2, st));
-    kl::hopper_gemm::launch_12(a1, st);
-    kl::hopper_gemm::launch_12(a2, st);
+    kl::hopper_gemm::gemm_bf16_four_stages_launch(a1, st);
+    kl::hopper_gemm::gemm_bf16_four_stages_launch(a2, st);
     KL_CHECK(cudaStreamSynchronize(st));
     const auto c1 = p1.result(), c2 = p2.result();
     std::vector<float> got1, got2;
@@ -674,15 +674,15 @@ TEST(GemmBf16Hopper, EpiloguePassesMatch) {
                      S3{2126, 2264, 136, "153 tiles: 21 CTAs take two"},
                      S3{2100, 4424, 64, "306 tiles, one k-block each, empty passes and blocks"}}) {
     Problem p(s.M, s.N, s.K, 11);
-    ASSERT_EQ(kl::hopper_gemm::supports_12(p.args(), kl::device_info()), "") << s.what;
+    ASSERT_EQ(kl::hopper_gemm::gemm_bf16_four_stages_supports(p.args(), kl::device_info()), "") << s.what;
     p.poison();
-    kl::hopper_gemm::launch_12(p.args(), 0);
+    kl::hopper_gemm::gemm_bf16_four_stages_launch(p.args(), 0);
     sync_or_die(std::string("rung 12 at ") + s.what);
     const auto c12 = p.result();
     EXPECT_EQ(p.check(c12), "") << "rung 12, " << s.what;
-    ASSERT_EQ(kl::hopper_gemm::supports_08(p.args(), kl::device_info()), "") << s.what;
+    ASSERT_EQ(kl::hopper_gemm::gemm_bf16_tma_store_epilogue_supports(p.args(), kl::device_info()), "") << s.what;
     p.poison();
-    kl::hopper_gemm::launch_08(p.args(), 0);
+    kl::hopper_gemm::gemm_bf16_tma_store_epilogue_launch(p.args(), 0);
     sync_or_die(std::string("rung 08 at ") + s.what);
     EXPECT_EQ(c12, p.result()) << "rung 08's one-pass epilogue differs from rung 12's, " << s.what;
   }

@@ -60,17 +60,17 @@ const kl::Rung<GemmBf16Args>* rung14() {
 // mode 0: the registered rung (its own plan); +1 / -1: Stream-K part forced on / off.
 std::string supports(const GemmBf16Args& a, int mode) {
   return mode == 0 ? rung14()->supports(a, kl::device_info())
-                   : hg::supports_14_forced(a, kl::device_info(), mode);
+                   : hg::gemm_bf16_stream_k_tail_supports_forced(a, kl::device_info(), mode);
 }
 void launch(const GemmBf16Args& a, int mode, cudaStream_t s = 0) {
   if (mode == 0) rung14()->launch(a, s);
-  else hg::launch_14_forced(a, s, mode);
+  else hg::gemm_bf16_stream_k_tail_launch_forced(a, s, mode);
 }
 const char* mode_name(int mode) {
   return mode == 0 ? "plan" : mode == 2 ? "one-tile sk forced on" : mode > 0 ? "sk forced on" : "sk off";
 }
 std::string plan(const Problem& p, int mode) {
-  return hg::describe_14(p.M, p.N, p.K, kl::device_info().sms, mode);
+  return hg::gemm_bf16_stream_k_tail_describe(p.M, p.N, p.K, kl::device_info().sms, mode);
 }
 
 bool skip_reason(std::string* why) {
@@ -202,7 +202,7 @@ TEST(GemmBf16Rung14, Refusals) {
   ASSERT_NE(r, nullptr);
   // Workspace 256 bytes larger than needed, so the misaligned-workspace case below is refused for
   // its alignment, not its size.
-  Problem p(384, 520, 1024, 3, true, kl::hopper_gemm::workspace_14(384, 520, 1024, d) + 256);
+  Problem p(384, 520, 1024, 3, true, kl::hopper_gemm::gemm_bf16_stream_k_tail_workspace_bytes(384, 520, 1024, d) + 256);
   for (int mode : {0, +1, +2, -1}) {
     GemmBf16Args a = p.args();
     a.N = 60;
@@ -224,7 +224,7 @@ TEST(GemmBf16Rung14, Refusals) {
   EXPECT_NE(supports(a, +1).find("workspace"), std::string::npos) << supports(a, +1);
   EXPECT_EQ(supports(a, -1), "");
   a = p.args();
-  a.workspace_bytes = kl::hopper_gemm::workspace_14(p.M, p.N, p.K, d) - 1;
+  a.workspace_bytes = kl::hopper_gemm::gemm_bf16_stream_k_tail_workspace_bytes(p.M, p.N, p.K, d) - 1;
   EXPECT_NE(supports(a, +1).find("workspace"), std::string::npos) << supports(a, +1);
   a = p.args();
   a.workspace = static_cast<char*>(p.ws) + 16;
@@ -236,9 +236,9 @@ TEST(GemmBf16Rung14, Refusals) {
   big.M = 4096, big.N = 11008, big.K = 4096;
   big.workspace = nullptr, big.workspace_bytes = 0;
   EXPECT_EQ(kl::gemm_bf16_workspace_bytes(big.M, big.N, big.K, d) >=
-                kl::hopper_gemm::workspace_14(big.M, big.N, big.K, d),
+                kl::hopper_gemm::gemm_bf16_stream_k_tail_workspace_bytes(big.M, big.N, big.K, d),
             true);
-  if (hg::describe_14(big.M, big.N, big.K, d.sms, 0).find("hybrid") != std::string::npos)
+  if (hg::gemm_bf16_stream_k_tail_describe(big.M, big.N, big.K, d.sms, 0).find("hybrid") != std::string::npos)
     EXPECT_NE(r->supports(big, d).find("workspace"), std::string::npos) << r->supports(big, d);
 }
 
@@ -249,7 +249,7 @@ TEST(GemmBf16Rung14, PlanForBenchShapes) {
   for (auto s : {Dims{2048, 2048, 2048, ""}, Dims{4096, 4096, 4096, ""}, Dims{8192, 8192, 8192, ""},
                  Dims{4096, 11008, 4096, ""}, Dims{4096, 4096, 11008, ""}})
     std::printf("[rung14 plan, %d SMs] %s: %s\n", sms, str(s.M, s.N, s.K).c_str(),
-                hg::describe_14(s.M, s.N, s.K, sms, 0).c_str());
+                hg::gemm_bf16_stream_k_tail_describe(s.M, s.N, s.K, sms, 0).c_str());
 }
 
 // The shape the sanitizer runs (a small case for memcheck / racecheck): the Stream-K part forced

@@ -22,9 +22,10 @@ constexpr int kBlock = 64;                    // 64x64 of C per block = 2x2 warp
 constexpr int kThreads = 128;
 static_assert(kBlock == 2 * kWarpTile && kThreads == 4 * 32, "2x2 warps of 2x2 fragments");
 
-__global__ void __launch_bounds__(kThreads) k00(const __nv_bfloat16* __restrict__ A,
-                                                const __nv_bfloat16* __restrict__ W,
-                                                __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads)
+    gemm_bf16_wmma_global_kernel(const __nv_bfloat16* __restrict__ A,
+                                 const __nv_bfloat16* __restrict__ W,
+                                 __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   __shared__ __align__(32) float scratch[4][256];  // epilogue only: one 16x16 fp32 per warp
   const int warp = threadIdx.x >> 5;
   const int row0 = blockIdx.y * kBlock + (warp & 1) * kWarpTile;
@@ -56,9 +57,9 @@ __global__ void __launch_bounds__(kThreads) k00(const __nv_bfloat16* __restrict_
 
 }  // namespace
 
-std::string rung00_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_wmma_global_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   if (d.cc() < 80) return "needs sm_80+ (bf16 WMMA)";
-  std::string why = basic_supports(a);
+  std::string why = shape_alignment_supports(a);
   if (!why.empty()) return why;
   if (a.M % 16 || a.N % 16 || a.K % 16)
     return "WMMA from global needs M, N, K multiples of 16 (whole fragments, no predication)";
@@ -66,9 +67,9 @@ std::string rung00_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void rung00_launch(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_wmma_global_launch(const GemmBf16Args& a, cudaStream_t s) {
   dim3 grid((a.N + kBlock - 1) / kBlock, (a.M + kBlock - 1) / kBlock);
-  k00<<<grid, kThreads, 0, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
+  gemm_bf16_wmma_global_kernel<<<grid, kThreads, 0, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

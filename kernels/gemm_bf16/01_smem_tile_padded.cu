@@ -34,9 +34,10 @@ __device__ __forceinline__ uint4 load_chunk(const __nv_bfloat16* P, int rows, in
   return make_uint4(0, 0, 0, 0);  // rows past M/N and k past K contribute zero
 }
 
-__global__ void __launch_bounds__(kThreads) k01(const __nv_bfloat16* __restrict__ A,
-                                                const __nv_bfloat16* __restrict__ W,
-                                                __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads)
+    gemm_bf16_smem_tile_padded_kernel(const __nv_bfloat16* __restrict__ A,
+                                      const __nv_bfloat16* __restrict__ W,
+                                      __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   __shared__ __align__(32) __nv_bfloat16 sA[BM * LDS];  // [128][40]
   __shared__ __align__(32) __nv_bfloat16 sB[BN * LDS];  // [128][40]
   __shared__ __align__(32) float scratch[8][256];       // epilogue
@@ -76,15 +77,15 @@ __global__ void __launch_bounds__(kThreads) k01(const __nv_bfloat16* __restrict_
 
 }  // namespace
 
-std::string rung01_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_smem_tile_padded_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   if (d.cc() < 80) return "needs sm_80+ (bf16 WMMA)";
-  return basic_supports(a);
+  return shape_alignment_supports(a);
 }
 
-void rung01_launch(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_smem_tile_padded_launch(const GemmBf16Args& a, cudaStream_t s) {
   dim3 grid((a.N + BN - 1) / BN, (a.M + BM - 1) / BM);
   KL_REQUIRE(grid.y <= 65535, "rung 01: M too large for the grid");
-  k01<<<grid, kThreads, 0, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
+  gemm_bf16_smem_tile_padded_kernel<<<grid, kThreads, 0, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

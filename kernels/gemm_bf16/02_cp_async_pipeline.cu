@@ -43,9 +43,10 @@ __device__ __forceinline__ void load_stage(__nv_bfloat16* sA, __nv_bfloat16* sB,
   }
 }
 
-__global__ void __launch_bounds__(kThreads) k02(const __nv_bfloat16* __restrict__ A,
-                                                const __nv_bfloat16* __restrict__ W,
-                                                __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+__global__ void __launch_bounds__(kThreads)
+    gemm_bf16_cp_async_pipeline_kernel(const __nv_bfloat16* __restrict__ A,
+                                       const __nv_bfloat16* __restrict__ W,
+                                       __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   extern __shared__ __align__(128) char smem[];
   auto stA = [&](int s) { return reinterpret_cast<__nv_bfloat16*>(smem + s * kStageBytes); };
   auto stB = [&](int s) { return stA(s) + kTileElems; };
@@ -93,19 +94,19 @@ __global__ void __launch_bounds__(kThreads) k02(const __nv_bfloat16* __restrict_
 
 }  // namespace
 
-std::string rung02_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_cp_async_pipeline_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   if (d.cc() < 80) return "needs sm_80+ (bf16 WMMA, cp.async)";
   if (kSmem > d.smem_optin) return "needs 60 KB of shared memory per block";
-  return basic_supports(a);
+  return shape_alignment_supports(a);
 }
 
-void rung02_launch(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_cp_async_pipeline_launch(const GemmBf16Args& a, cudaStream_t s) {
   // Sets the >48 KB opt-in once (cached per device; no API call on later launches / in capture).
-  KL_REQUIRE(occupancy(reinterpret_cast<const void*>(&k02), kThreads, kSmem, device_info()) > 0,
+  KL_REQUIRE(occupancy(reinterpret_cast<const void*>(&gemm_bf16_cp_async_pipeline_kernel), kThreads, kSmem, device_info()) > 0,
              "rung 02: 60 KB tile does not fit this device");
   dim3 grid((a.N + BN - 1) / BN, (a.M + BM - 1) / BM);
   KL_REQUIRE(grid.y <= 65535, "rung 02: M too large for the grid");
-  k02<<<grid, kThreads, kSmem, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
+  gemm_bf16_cp_async_pipeline_kernel<<<grid, kThreads, kSmem, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

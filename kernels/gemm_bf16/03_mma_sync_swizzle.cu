@@ -24,8 +24,8 @@ constexpr int kGroup = 8;  // grouped raster: 8 tile rows per group (tiles in fl
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-    k03(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict__ C, int M, int N,
-        int K, int tiles_m, int tiles_n) {
+    mma_sync_gemm_kernel(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict__ C, int M, int N,
+                         int K, int tiles_m, int tiles_n) {
   extern __shared__ __align__(128) char smem[];
   int tm, tn;
   grouped_tile(blockIdx.x, tiles_m, tiles_n, kGroup, tm, tn);
@@ -39,10 +39,10 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
 template <class Cfg>
 void launch_cfg(const GemmBf16Args& a, cudaStream_t s) {
   const DeviceInfo& d = device_info();
-  KL_REQUIRE(ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&k03<Cfg>), d) > 0,
+  KL_REQUIRE(ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&mma_sync_gemm_kernel<Cfg>), d) > 0,
              "rung 03: tile " << Cfg::BM << "x" << Cfg::BN << " does not fit this device");
   const int tiles_m = (a.M + Cfg::BM - 1) / Cfg::BM, tiles_n = (a.N + Cfg::BN - 1) / Cfg::BN;
-  k03<Cfg><<<tiles_m * tiles_n, Cfg::THREADS, Cfg::SMEM, s>>>(a.A, a.W, a.C, a.M, a.N, a.K,
+  mma_sync_gemm_kernel<Cfg><<<tiles_m * tiles_n, Cfg::THREADS, Cfg::SMEM, s>>>(a.A, a.W, a.C, a.M, a.N, a.K,
                                                               tiles_m, tiles_n);
   KL_CHECK_LAUNCH();
 }
@@ -52,7 +52,7 @@ void launch_cfg(const GemmBf16Args& a, cudaStream_t s) {
 // tile_efficiency in mma_sync_tile.cuh, shared with rung 04).
 template <class Cfg>
 double model(const GemmBf16Args& a, const DeviceInfo& d, Tile t) {
-  const int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&k03<Cfg>), d);
+  const int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&mma_sync_gemm_kernel<Cfg>), d);
   if (per_sm == 0) return INFINITY;
   const double tiles = std::ceil(double(a.M) / Cfg::BM) * std::ceil(double(a.N) / Cfg::BN);
   const double slots = double(d.sms) * per_sm;
@@ -84,12 +84,12 @@ Tile choose(const GemmBf16Args& a, const DeviceInfo& d) {
 
 }  // namespace
 
-std::string rung03_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_mma_sync_swizzle_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16, cp.async, ldmatrix)";
-  return basic_supports(a);
+  return shape_alignment_supports(a);
 }
 
-void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_mma_sync_swizzle_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s) {
   switch (t) {
     case Tile::L: return launch_cfg<CfgL>(a, s);
     case Tile::M: return launch_cfg<CfgM>(a, s);
@@ -102,8 +102,8 @@ void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s) {
   KL_REQUIRE(false, "rung 03: unknown tile " << static_cast<int>(t));
 }
 
-void rung03_launch(const GemmBf16Args& a, cudaStream_t s) {
-  rung03_launch_tile(choose(a, device_info()), a, s);
+void gemm_bf16_mma_sync_swizzle_launch(const GemmBf16Args& a, cudaStream_t s) {
+  gemm_bf16_mma_sync_swizzle_launch_tile(choose(a, device_info()), a, s);
 }
 
 }  // namespace kl::gemm_bf16_detail

@@ -54,8 +54,8 @@ static_assert(kMaxPerSm == kStreamkMaxCtasPerSm, "the flag region holds one flag
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
-    k04(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict__ C, int M, int N,
-        int K, SkParams p) {
+    stream_k_gemm_kernel(const bf16* __restrict__ A, const bf16* __restrict__ W, bf16* __restrict__ C, int M, int N,
+                         int K, SkParams p) {
   extern __shared__ __align__(128) char smem[];
   const int c = blockIdx.x, tid = threadIdx.x;
   float acc[Cfg::MI][Cfg::NI][4];
@@ -178,7 +178,7 @@ size_t flag_region(const DeviceInfo& d) {
 // `eff` converts to time across tiles (tile_efficiency).
 template <class Cfg>
 bool plan_cfg(Tile t, int M, int N, int K, const DeviceInfo& d, int sk, Plan& pl) {
-  int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&k04<Cfg>), d);
+  int per_sm = ctas_per_sm<Cfg>(reinterpret_cast<const void*>(&stream_k_gemm_kernel<Cfg>), d);
   if (per_sm == 0) return false;
   per_sm = std::min(per_sm, kMaxPerSm);
   const int G0 = d.sms * per_sm;
@@ -266,7 +266,7 @@ void launch_cfg(const GemmBf16Args& a, Plan pl, cudaStream_t s) {
   pl.p.flags = reinterpret_cast<unsigned*>(ws);
   pl.p.partials = reinterpret_cast<float*>(ws + pl.flag_bytes);
   pl.p.epoch = streamk_next_epoch();  // never 0 (0 means "consumed / never written")
-  k04<Cfg><<<pl.grid, Cfg::THREADS, Cfg::SMEM, s>>>(a.A, a.W, a.C, a.M, a.N, a.K, pl.p);
+  stream_k_gemm_kernel<Cfg><<<pl.grid, Cfg::THREADS, Cfg::SMEM, s>>>(a.A, a.W, a.C, a.M, a.N, a.K, pl.p);
   KL_CHECK_LAUNCH();
 }
 
@@ -282,9 +282,9 @@ void launch_plan(const GemmBf16Args& a, const Plan& pl, cudaStream_t s) {
   }
 }
 
-std::string supports_plan(const GemmBf16Args& a, const DeviceInfo& d, size_t need) {
+std::string plan_workspace_supports(const GemmBf16Args& a, const DeviceInfo& d, size_t need) {
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16, cp.async, ldmatrix)";
-  std::string why = basic_supports(a);
+  std::string why = shape_alignment_supports(a);
   if (!why.empty()) return why;
   if (a.workspace_bytes < need || (need && !a.workspace))
     return "needs a workspace of " + std::to_string(need) + " bytes (have " +
@@ -310,27 +310,27 @@ size_t streamk_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
   return need;
 }
 
-std::string rung04_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = basic_supports(a);
-  if (d.cc() < 80 || !why.empty()) return supports_plan(a, d, 0);
+std::string gemm_bf16_stream_k_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = shape_alignment_supports(a);
+  if (d.cc() < 80 || !why.empty()) return plan_workspace_supports(a, d, 0);
   const Plan pl = make_plan(a.M, a.N, a.K, d);
-  return supports_plan(a, d, pl.flag_bytes + pl.partial_bytes);
+  return plan_workspace_supports(a, d, pl.flag_bytes + pl.partial_bytes);
 }
 
-void rung04_launch(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_stream_k_launch(const GemmBf16Args& a, cudaStream_t s) {
   launch_plan(a, make_plan(a.M, a.N, a.K, device_info()), s);
 }
 
-std::string rung04_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = basic_supports(a);
-  if (d.cc() < 80 || !why.empty()) return supports_plan(a, d, 0);
+std::string gemm_bf16_stream_k_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d) {
+  std::string why = shape_alignment_supports(a);
+  if (d.cc() < 80 || !why.empty()) return plan_workspace_supports(a, d, 0);
   Plan pl;
   if (!plan_tile(t, a.M, a.N, a.K, d, sk, pl))
     return std::string("tile ") + tile_name(t) + " does not fit this device";
-  return supports_plan(a, d, pl.flag_bytes + pl.partial_bytes);
+  return plan_workspace_supports(a, d, pl.flag_bytes + pl.partial_bytes);
 }
 
-void rung04_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_stream_k_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s) {
   launch_plan(a, make_plan_tile(t, sk, a.M, a.N, a.K, device_info()), s);
 }
 

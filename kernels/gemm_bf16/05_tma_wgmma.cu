@@ -26,8 +26,8 @@ static_assert(BM == 2 * 64, "two warpgroups of m64");
 static_assert(A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0, "stage tiles stay 1024-aligned");
 
 __global__ void __launch_bounds__(THREADS, 1)
-    k05(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+    gemm_bf16_tma_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                               __nv_bfloat16* __restrict__ C, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
@@ -81,16 +81,16 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 }  // namespace
 
-std::string supports_05(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_tma_wgmma_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return tma_gemm_supports(a, d, SMEM);
 }
 
-void launch_05(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_tma_wgmma_launch(const GemmBf16Args& a, cudaStream_t s) {
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
-  opt_in_smem(reinterpret_cast<const void*>(&k05), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_tma_wgmma_kernel), SMEM);
   dim3 grid(ceil_div(a.N, BN), ceil_div(a.M, BM));
-  k05<<<grid, THREADS, SMEM, s>>>(tA, tW, a.C, a.M, a.N, a.K);
+  gemm_bf16_tma_wgmma_kernel<<<grid, THREADS, SMEM, s>>>(tA, tW, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

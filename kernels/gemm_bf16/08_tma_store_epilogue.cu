@@ -16,10 +16,10 @@
 namespace kl {
 namespace hopper_gemm {
 
-std::string supports_08(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_store::supports<3, 1>(a, d);
+std::string gemm_bf16_tma_store_epilogue_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  return tma_store::tma_store_gemm_supports<3, 1>(a, d);
 }
-void launch_08(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<3, 1>(a, s); }
+void gemm_bf16_tma_store_epilogue_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<3, 1>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

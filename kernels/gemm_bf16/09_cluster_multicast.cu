@@ -17,10 +17,10 @@
 namespace kl {
 namespace hopper_gemm {
 
-std::string supports_09(const GemmBf16Args& a, const DeviceInfo& d) {
-  return cluster::supports<3, 1>(a, d);
+std::string gemm_bf16_cluster_multicast_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  return cluster::cluster_gemm_supports<3, 1>(a, d);
 }
-void launch_09(const GemmBf16Args& a, cudaStream_t s) { cluster::launch<3, 1>(a, s); }
+void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<3, 1>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

@@ -40,8 +40,8 @@ constexpr size_t red_smem() { return size_t(WARPS) * ROWS * (MT * 8 + 1) * sizeo
 // MT = ceil(M / 8): number of n8 activation tiles.
 template <int MT>
 __global__ void __launch_bounds__(THREADS, ctas_per_sm<MT>())
-    k10(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ W,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+    gemm_bf16_decode_stream_kernel(const __nv_bfloat16* __restrict__ A, const __nv_bfloat16* __restrict__ W,
+                                   __nv_bfloat16* __restrict__ C, int M, int N, int K) {
   constexpr int U = unroll_for<MT>();
   constexpr int LD = MT * 8 + 1;  // +1 float pad: reduction reads by consecutive rows hit banks once
   extern __shared__ float red[];  // [WARPS][ROWS][LD]
@@ -148,14 +148,14 @@ __global__ void __launch_bounds__(THREADS, ctas_per_sm<MT>())
 template <int MT>
 void launch_mt(const GemmBf16Args& a, cudaStream_t s) {
   constexpr size_t smem = red_smem<MT>();
-  if (smem > 48 * 1024) opt_in_smem(reinterpret_cast<const void*>(&k10<MT>), smem);
-  k10<MT><<<ceil_div(a.N, ROWS), THREADS, smem, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
+  if (smem > 48 * 1024) opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_decode_stream_kernel<MT>), smem);
+  gemm_bf16_decode_stream_kernel<MT><<<ceil_div(a.N, ROWS), THREADS, smem, s>>>(a.A, a.W, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_10(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_decode_stream_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16)";
   if (a.M < 1 || a.M > MAX_M) return "decode rung takes 1 <= M <= 64";
   if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
@@ -166,7 +166,7 @@ std::string supports_10(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void launch_10(const GemmBf16Args& a, cudaStream_t s) {
+void gemm_bf16_decode_stream_launch(const GemmBf16Args& a, cudaStream_t s) {
   switch ((a.M + 7) / 8) {
     case 1: launch_mt<1>(a, s); break;
     case 2: launch_mt<2>(a, s); break;

@@ -36,7 +36,7 @@ constexpr int MAX_S = 8;                   // cluster size (portable limit)
 constexpr int RING_2 = 104 * 1024;
 constexpr int RING_1 = 208 * 1024;
 constexpr int HEAD = 1024;                 // mbarriers (<= 2 x 16 x 8 B) ahead of the ring
-constexpr int SLACK_MAX = 6 * 1024;        // wgmma junk-row overshoot past the last stage (see k11)
+constexpr int SLACK_MAX = 6 * 1024;        // wgmma junk-row overshoot past the last stage (see the kernel)
 constexpr int SMEM_OPTIN = 224 * 1024;     // attribute + occupancy-query size (1 CTA/SM)
 constexpr int MAX_MP = 64;
 static_assert(MAX_T * 16 <= 256, "W box rows must fit one TMA box");
@@ -86,8 +86,8 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 // T (m16 W tiles per CTA) and the ring depth are runtime.
 template <int MT, int WN, int NSL>
 __global__ void __launch_bounds__(THREADS, 2)
-    k11(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx, int wpre) {
+    gemm_bf16_decode_tma_splitk_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                                       __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr bool WG = WN > 0;
   constexpr int MP = MT * 8;              // activation rows in the box (TMA zero-fills past M)
@@ -353,7 +353,7 @@ __global__ void __launch_bounds__(THREADS, 2)
 // (kl::resident_clusters, cached): GPCs with SM counts not divisible by S leave SMs idle, so at
 // SMEM_OPTIN (1 CTA/SM) this can be < #SMs / S (H200: clusters of 4 and 8 do not cover 128 SMs).
 int active_clusters(int S, int smem = SMEM_OPTIN) {
-  const void* fn = reinterpret_cast<const void*>(&k11<8, 64, 2>);
+  const void* fn = reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<8, 64, 2>);
   opt_in_smem(fn, SMEM_OPTIN);
   return resident_clusters(fn, S, THREADS, smem);
 }
@@ -486,12 +486,12 @@ template <int MT, int WN, int NSL>
 void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, MT * 8);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, cf.T * 16);
-  opt_in_smem(reinterpret_cast<const void*>(&k11<MT, WN, NSL>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<MT, WN, NSL>), SMEM_OPTIN);
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
   // finishes (the kernel waits with griddepcontrol.wait before touching A or C). Only on a created
   // stream: the legacy default stream keeps its implicit synchronization. Clusters of S CTAs
   // (the attribute is set for S = 1 too, as before the launch helper).
-  pdl_launch_cluster(k11<MT, WN, NSL>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
+  pdl_launch_cluster(gemm_bf16_decode_tma_splitk_kernel<MT, WN, NSL>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
                      cf.S, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre);
 }
 
@@ -519,7 +519,7 @@ std::string describe(const Cfg11& cf) {
 
 }  // namespace
 
-std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_decode_tma_splitk_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   std::string why = require_sm90a(d);
   if (!why.empty()) return why;
   if (a.M < 1 || a.M > MAX_MP) return "decode rung takes 1 <= M <= 64";
@@ -532,16 +532,16 @@ std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void launch_11(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N, a.K), s); }
+void gemm_bf16_decode_tma_splitk_launch(const GemmBf16Args& a, cudaStream_t s) { launch_cfg(a, choose(a.M, a.N, a.K), s); }
 
-void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s) {
+void gemm_bf16_decode_tma_splitk_launch_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s) {
   launch_cfg(a, make_cfg(a.M, a.N, a.K, T, S, ring_mode, pfx), s);
 }
 
 // The configuration the launcher would use, for tests and the doc.
-std::string describe_11(int M, int N, int K) { return describe(choose(M, N, K)); }
-int grid_11(int M, int N, int K) { return choose(M, N, K).grid; }
-int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode) {
+std::string gemm_bf16_decode_tma_splitk_describe(int M, int N, int K) { return describe(choose(M, N, K)); }
+int gemm_bf16_decode_tma_splitk_grid(int M, int N, int K) { return choose(M, N, K).grid; }
+int gemm_bf16_decode_tma_splitk_grid_forced(int M, int N, int K, int T, int S, int ring_mode) {
   return make_cfg(M, N, K, T, S, ring_mode).grid;
 }
 

@@ -17,10 +17,10 @@
 namespace kl {
 namespace hopper_gemm {
 
-std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_store::supports<4, 4>(a, d);
+std::string gemm_bf16_four_stages_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  return tma_store::tma_store_gemm_supports<4, 4>(a, d);
 }
-void launch_12(const GemmBf16Args& a, cudaStream_t s) { tma_store::launch<4, 4>(a, s); }
+void gemm_bf16_four_stages_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<4, 4>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

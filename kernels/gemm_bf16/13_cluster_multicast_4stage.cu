@@ -14,10 +14,10 @@
 namespace kl {
 namespace hopper_gemm {
 
-std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d) {
-  return cluster::supports<4, 4>(a, d);
+std::string gemm_bf16_cluster_multicast_4stage_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  return cluster::cluster_gemm_supports<4, 4>(a, d);
 }
-void launch_13(const GemmBf16Args& a, cudaStream_t s) { cluster::launch<4, 4>(a, s); }
+void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<4, 4>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

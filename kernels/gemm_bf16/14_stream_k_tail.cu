@@ -94,8 +94,8 @@ __device__ __forceinline__ void raise_flag(const Sched& s, int ct) {
 #endif
 
 __global__ void __launch_bounds__(THREADS, 1)
-    k14(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        const __grid_constant__ CUtensorMap tmC, int M, int N, int K, const Sched s) {
+    gemm_bf16_stream_k_tail_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                                   const __grid_constant__ CUtensorMap tmC, int M, int N, int K, const Sched s) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
@@ -275,7 +275,7 @@ Plan make_plan(int M, int N, int K, int sms, int mode) {
   return pl;
 }
 
-std::string supports_mode(const GemmBf16Args& a, const DeviceInfo& d, int mode) {
+std::string schedule_workspace_supports(const GemmBf16Args& a, const DeviceInfo& d, int mode) {
   std::string why = tma_gemm_supports(a, d, SMEM);
   if (!why.empty()) return why;
   const Plan pl = make_plan(a.M, a.N, a.K, d.sms, mode);
@@ -288,40 +288,40 @@ std::string supports_mode(const GemmBf16Args& a, const DeviceInfo& d, int mode) 
   return "";
 }
 
-void launch_mode(const GemmBf16Args& a, cudaStream_t st, int mode) {
+void launch_schedule(const GemmBf16Args& a, cudaStream_t st, int mode) {
   Plan pl = make_plan(a.M, a.N, a.K, device_info().sms, mode);
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&k14), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_stream_k_tail_kernel), SMEM);
   if (pl.sk) {
     char* ws = static_cast<char*>(a.workspace);
     pl.s.flags = reinterpret_cast<unsigned*>(ws);
     pl.s.partials = reinterpret_cast<float4*>(ws + streamk_flag_bytes(device_info().sms));
     pl.s.epoch = streamk_next_epoch();
   }
-  k14<<<pl.grid, THREADS, SMEM, st>>>(tA, tW, tC, a.M, a.N, a.K, pl.s);
+  gemm_bf16_stream_k_tail_kernel<<<pl.grid, THREADS, SMEM, st>>>(tA, tW, tC, a.M, a.N, a.K, pl.s);
   KL_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d) { return supports_mode(a, d, 0); }
-void launch_14(const GemmBf16Args& a, cudaStream_t s) { launch_mode(a, s, 0); }
-std::string supports_14_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode) {
-  return supports_mode(a, d, mode);
+std::string gemm_bf16_stream_k_tail_supports(const GemmBf16Args& a, const DeviceInfo& d) { return schedule_workspace_supports(a, d, 0); }
+void gemm_bf16_stream_k_tail_launch(const GemmBf16Args& a, cudaStream_t s) { launch_schedule(a, s, 0); }
+std::string gemm_bf16_stream_k_tail_supports_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode) {
+  return schedule_workspace_supports(a, d, mode);
 }
-void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode) { launch_mode(a, s, mode); }
+void gemm_bf16_stream_k_tail_launch_forced(const GemmBf16Args& a, cudaStream_t s, int mode) { launch_schedule(a, s, mode); }
 
-size_t workspace_14(int M, int N, int K, const DeviceInfo& d) {
+size_t gemm_bf16_stream_k_tail_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
   if (M <= 0 || N <= 0 || K <= 0 || d.sms <= 0) return 0;
   // Enough for the model's plan and for the Stream-K part forced on (tests).
   return std::max({make_plan(M, N, K, d.sms, 0).need, make_plan(M, N, K, d.sms, +1).need,
                    make_plan(M, N, K, d.sms, +2).need});
 }
 
-std::string describe_14(int M, int N, int K, int sms, int mode) {
+std::string gemm_bf16_stream_k_tail_describe(int M, int N, int K, int sms, int mode) {
   const Plan pl = make_plan(M, N, K, sms, mode);
   const Sched& s = pl.s;
   char buf[320];

@@ -38,7 +38,7 @@ Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
 // 64; past 132 x 128 columns, 128-row strips several per SM. At N = 11008 88-row strips beat
 // 32-row strips at three per SM, and strips wider or narrower than one per SM are slower (96: 115
 // CTAs; 80: 138 CTAs, two waves). Clusters multicasting the activation box and split-M pairs
-// multicasting W are slower than this plan on every decode shape (launch_15_strip: the tests run them).
+// multicasting W are slower on every decode shape (the tests run them: ..._launch_strip).
 int strip_of(int N) {
   const int sms = device_info().sms;
   for (int bn = 32; bn < 128; bn += 8)
@@ -56,29 +56,29 @@ Cfg15 choose(int M, int N) { return choose(M, N, strip_of(N), 1); }
 
 }  // namespace
 
-std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_decode_no_split_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   std::string why = whole_k_supports(a, d);
   if (!why.empty()) return why;
   if (a.M < 1 || a.M > 64) return "decode rung takes 1 <= M <= 64";
   return "";
 }
 
-void launch_15(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<true>(a, choose(a.M, a.N), s); }
+void gemm_bf16_decode_no_split_launch(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<true>(a, choose(a.M, a.N), s); }
 
-void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
+void gemm_bf16_decode_no_split_launch_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
   launch_cfg<true>(a, make_cfg(a.M, a.N, strip_of(a.N), 1, cps, wpre), s);
 }
 
-void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
+void gemm_bf16_decode_no_split_launch_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
   KL_REQUIRE(bn % 8 == 0 && bn >= 32 && bn <= 128, "rung 15: strip of " << bn << " rows");
   KL_REQUIRE(cl == 1 || cl == 2 || cl == 4, "rung 15: cluster of " << cl);
   KL_REQUIRE(!splitm || cl == 2, "rung 15: split-M runs in pairs");
   launch_cfg<true>(a, choose(a.M, a.N, bn, cl, splitm), s);
 }
 
-void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
+void gemm_bf16_decode_no_split_launch_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
   switch (which) {
-    case 1: return launch_15_strip(a, 32, 2, false, s);  // multicast pairs
+    case 1: return gemm_bf16_decode_no_split_launch_strip(a, 32, 2, false, s);  // multicast pairs
     case 2: {                                      // one producer lane
       Cfg15 c = choose(a.M, a.N, 32, 1);
       c.lanes = 1;
@@ -93,7 +93,7 @@ void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
   }
 }
 
-std::string describe_15(int M, int N) {
+std::string gemm_bf16_decode_no_split_describe(int M, int N) {
   const Cfg15 c = choose(M, N);
   return "MP=" + std::to_string(c.mp) + " BN=" + std::to_string(c.bn) + " CL=" + std::to_string(c.cl) + " CTAs/SM=" +
          std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " wpre=" +

@@ -52,7 +52,7 @@ Cfg15 choose_16(int M, int N, bool pairs = false) {
 }
 }  // namespace
 
-std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string gemm_bf16_small_tiles_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   std::string why = whole_k_supports(a, d);
   if (!why.empty()) return why;
   if (a.M < 1) return "M must be >= 1";
@@ -60,10 +60,10 @@ std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d) {
   return "";
 }
 
-void launch_16(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N), s); }
-void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N, true), s); }
+void gemm_bf16_small_tiles_launch(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N), s); }
+void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N, true), s); }
 
-std::string describe_16(int M, int N) {
+std::string gemm_bf16_small_tiles_describe(int M, int N) {
   const Cfg15 c = choose_16(M, N);
   return "BN=" + std::to_string(c.bn) + " tiles=" + std::to_string(c.grid) + "x" + std::to_string(c.mtiles) +
          " CTAs/SM=" + std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " smem=" + std::to_string(c.smem);

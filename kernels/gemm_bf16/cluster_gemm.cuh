@@ -31,8 +31,8 @@ constexpr size_t smem_bytes() {
 
 template <int STAGES, int PASSES>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
-    kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
+    cluster_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                        const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int C_BYTES = c_bytes<PASSES>();
   extern __shared__ uint8_t smem_raw[];
@@ -116,28 +116,28 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 // empty wave. Queried once per device (no API call on later launches: graph-capturable).
 template <int STAGES, int PASSES>
 int max_active_clusters() {
-  return resident_clusters(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), CLUSTER, THREADS,
+  return resident_clusters(reinterpret_cast<const void*>(&cluster_gemm_kernel<STAGES, PASSES>), CLUSTER, THREADS,
                            smem_bytes<STAGES, PASSES>());
 }
 
 template <int STAGES, int PASSES>
-std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string cluster_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   static_assert(smem_bytes<STAGES, PASSES>() <= 227 * 1024, "fits the sm_90 opt-in limit");
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
 template <int STAGES, int PASSES>
-void launch(const GemmBf16Args& a, cudaStream_t s) {
+void cluster_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN / CLUSTER);  // each CTA loads one half
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&cluster_gemm_kernel<STAGES, PASSES>), SMEM);
   const int units = ceil_div(ceil_div(a.M, BM), CLUSTER) * ceil_div(a.N, BN);
   const int max_clusters = max_active_clusters<STAGES, PASSES>();  // persistent: co-resident
   const int grid = CLUSTER * (units < max_clusters ? units : max_clusters);
-  kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  cluster_gemm_kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

@@ -14,7 +14,7 @@
 namespace kl {
 namespace gemm_bf16_detail {
 
-std::string basic_supports(const GemmBf16Args& a) {
+std::string shape_alignment_supports(const GemmBf16Args& a) {
   std::ostringstream s;
   if (a.M <= 0 || a.N <= 0 || a.K <= 0) {
     s << "M, N, K must be positive (got " << a.M << "x" << a.N << "x" << a.K << ")";
@@ -64,19 +64,19 @@ const std::vector<Rung<GemmBf16Args>>& gemm_bf16_rungs() {
   using namespace gemm_bf16_detail;
   static const std::vector<Rung<GemmBf16Args>> table = [] {
     std::vector<Rung<GemmBf16Args>> t = {
-        {0, "wmma_global", "WMMA fragments loaded straight from global memory", rung00_supports,
-         rung00_launch},
+        {0, "wmma_global", "WMMA fragments loaded straight from global memory", gemm_bf16_wmma_global_supports,
+         gemm_bf16_wmma_global_launch},
         {1, "smem_tile_padded", "128x128x32 shared-memory tile, rows padded against bank conflicts",
-         rung01_supports, rung01_launch, /*parent=*/0},
+         gemm_bf16_smem_tile_padded_supports, gemm_bf16_smem_tile_padded_launch, /*parent=*/0},
         {2, "cp_async_pipeline", "3-stage cp.async pipeline: next tiles in flight during the math",
-         rung02_supports, rung02_launch, /*parent=*/1},
+         gemm_bf16_cp_async_pipeline_supports, gemm_bf16_cp_async_pipeline_launch, /*parent=*/1},
         {3, "mma_sync_swizzle",
          "mma.sync + ldmatrix, XOR-swizzled 4-stage tile, bf16-pair epilogue, tile per wave count",
-         rung03_supports, rung03_launch, /*parent=*/2},
+         gemm_bf16_mma_sync_swizzle_supports, gemm_bf16_mma_sync_swizzle_launch, /*parent=*/2},
         {4, "stream_k",
          "Stream-K over the last wave's (tile, k-step) units + hardware-scheduled whole tiles, "
          "deterministic epoch fixup",
-         rung04_supports, rung04_launch, /*parent=*/3},
+         gemm_bf16_stream_k_supports, gemm_bf16_stream_k_launch, /*parent=*/3},
     };
     gemm_bf16_append_hopper_rungs(t);
     return t;
@@ -89,7 +89,7 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
   if (M <= 0 || N <= 0 || K <= 0) return 0;
   // One workspace serves rungs 04 and 14 (same flag region, kernels/common/streamk.cuh).
   return std::max(gemm_bf16_detail::streamk_workspace_bytes(M, N, K, d),
-                  hopper_gemm::workspace_14(M, N, K, d));
+                  hopper_gemm::gemm_bf16_stream_k_tail_workspace_bytes(M, N, K, d));
 }
 
 // The entry point's choice: per shape class, the rungs in order of speed on the H200, fastest
@@ -172,7 +172,7 @@ void gemm_bf16(const GemmBf16Args& args, cudaStream_t stream) {
   const Rung<GemmBf16Args>* r = gemm_bf16_pick(args, d);
   if (!r) {
     // Say why: the basic reason is the most useful one (K % 8, alignment, ...).
-    std::string why = gemm_bf16_detail::basic_supports(args);
+    std::string why = gemm_bf16_detail::shape_alignment_supports(args);
     KL_REQUIRE(false, "gemm_bf16: no rung supports " << args.M << "x" << args.N << "x" << args.K
                                                      << (why.empty() ? "" : ": ") << why);
   }

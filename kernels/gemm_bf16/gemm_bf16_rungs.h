@@ -9,30 +9,31 @@
 
 namespace kl::gemm_bf16_detail {
 
-#define KL_GEMM_BF16_RUNG(NN)                                                   \
-  std::string rung##NN##_supports(const GemmBf16Args& a, const DeviceInfo& d);  \
-  void rung##NN##_launch(const GemmBf16Args& a, cudaStream_t s);
-KL_GEMM_BF16_RUNG(00)
-KL_GEMM_BF16_RUNG(01)
-KL_GEMM_BF16_RUNG(02)
-KL_GEMM_BF16_RUNG(03)
-KL_GEMM_BF16_RUNG(04)
-#undef KL_GEMM_BF16_RUNG
+std::string gemm_bf16_wmma_global_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_wmma_global_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_smem_tile_padded_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_smem_tile_padded_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_cp_async_pipeline_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_cp_async_pipeline_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_mma_sync_swizzle_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_mma_sync_swizzle_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_stream_k_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_stream_k_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // The CTA tiles of rungs 03 and 04 (mma_sync_tile.cuh has their shapes). The rungs choose one per
 // call; tests force each one through the *_tile entry points.
 enum class Tile { L, M, S, T, D16, D32, kCount };
 const char* tile_name(Tile t);
-void rung03_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s);
+void gemm_bf16_mma_sync_swizzle_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s);
 // Rung 04 with a forced tile; sk = +1 forces the Stream-K part on (whenever the tiles do not fill
 // whole waves), -1 off (data-parallel only), 0 lets the model decide, as the rung does. Supports:
 // "" or why not (the tile does not fit the device, workspace too small).
-std::string rung04_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d);
-void rung04_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_stream_k_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_stream_k_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s);
 
 // Shape / pointer checks every part-1 rung shares: M, N, K > 0; N and K multiples of 8 (one
 // 16-byte chunk); A, W, C 16-byte aligned. "" = fine, else the reason.
-std::string basic_supports(const GemmBf16Args& a);
+std::string shape_alignment_supports(const GemmBf16Args& a);
 
 // Resident CTAs per SM of kernel `fn` at (threads, dynamic smem); sets the >48 KB opt-in
 // attribute first. Cached per (fn, device): after the first call it makes no CUDA API calls, so

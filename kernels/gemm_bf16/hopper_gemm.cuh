@@ -26,66 +26,66 @@ template <int PASSES>
 constexpr int epilogue_boxes() { return PASSES == 4 ? 2 : 4 / PASSES; }
 
 // ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
-std::string supports_05(const GemmBf16Args& a, const DeviceInfo& d);
-void launch_05(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_06(const GemmBf16Args& a, const DeviceInfo& d);
-void launch_06(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_07(const GemmBf16Args& a, const DeviceInfo& d);
-void launch_07(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_08(const GemmBf16Args& a, const DeviceInfo& d);
-void launch_08(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_09(const GemmBf16Args& a, const DeviceInfo& d);  // cluster multicast
-void launch_09(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_10(const GemmBf16Args& a, const DeviceInfo& d);  // decode (M <= 64)
-void launch_10(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_11(const GemmBf16Args& a, const DeviceInfo& d);  // decode, TMA ring + split-K
-void launch_11(const GemmBf16Args& a, cudaStream_t s);
-std::string describe_11(int M, int N, int K);  // the launch configuration rung 11 picks
+std::string gemm_bf16_tma_wgmma_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_tma_wgmma_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_warp_specialized_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_warp_specialized_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_persistent_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_persistent_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_tma_store_epilogue_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_tma_store_epilogue_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_cluster_multicast_supports(const GemmBf16Args& a, const DeviceInfo& d);  // cluster multicast
+void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_decode_stream_supports(const GemmBf16Args& a, const DeviceInfo& d);  // decode (M <= 64)
+void gemm_bf16_decode_stream_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_decode_tma_splitk_supports(const GemmBf16Args& a, const DeviceInfo& d);  // decode, TMA ring + split-K
+void gemm_bf16_decode_tma_splitk_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_decode_tma_splitk_describe(int M, int N, int K);  // the launch configuration rung 11 picks
 // Rung 11 with (T = m16 W tiles per CTA, S = K split / cluster size, ring sized for ring_mode CTAs
 // per SM: 1 or 2, pfx = W boxes prefetched into L2 past the ring) forced: the tests' way to run
 // every configuration.
-void launch_11_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s);
+void gemm_bf16_decode_tma_splitk_launch_forced(const GemmBf16Args& a, int T, int S, int ring_mode, int pfx, cudaStream_t s);
 // Rung 11's grid (CTAs) for a shape, as its plan launches it.
-int grid_11(int M, int N, int K);
-// ... and for launch_11_forced's configuration.
-int grid_11_forced(int M, int N, int K, int T, int S, int ring_mode);
-std::string supports_12(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
-void launch_12(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_13(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
-void launch_13(const GemmBf16Args& a, cudaStream_t s);
-std::string supports_14(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
-void launch_14(const GemmBf16Args& a, cudaStream_t s);
+int gemm_bf16_decode_tma_splitk_grid(int M, int N, int K);
+// ... and for gemm_bf16_decode_tma_splitk_launch_forced's configuration.
+int gemm_bf16_decode_tma_splitk_grid_forced(int M, int N, int K, int T, int S, int ring_mode);
+std::string gemm_bf16_four_stages_supports(const GemmBf16Args& a, const DeviceInfo& d);  // 08 + 4-stage ring
+void gemm_bf16_four_stages_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_cluster_multicast_4stage_supports(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + 2x1 multicast
+void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_stream_k_tail_supports(const GemmBf16Args& a, const DeviceInfo& d);  // 12 + Stream-K tail
+void gemm_bf16_stream_k_tail_launch(const GemmBf16Args& a, cudaStream_t s);
 // Rung 14 with its schedule forced: mode +1 = Stream-K part on (whenever there are tiles), -1 = off
-// (rung 12's schedule), +2 = one-tile variant on, 0 = the model (= supports_14 / launch_14). For
-// the tests.
-std::string supports_14_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode);
-void launch_14_forced(const GemmBf16Args& a, cudaStream_t s, int mode);
+// (rung 12's schedule), +2 = one-tile variant on, 0 = the model (= the rung's supports / launch).
+// For the tests.
+std::string gemm_bf16_stream_k_tail_supports_forced(const GemmBf16Args& a, const DeviceInfo& d, int mode);
+void gemm_bf16_stream_k_tail_launch_forced(const GemmBf16Args& a, cudaStream_t s, int mode);
 // Workspace rung 14 needs for this shape (its plan, or the Stream-K part forced on: the larger).
-size_t workspace_14(int M, int N, int K, const DeviceInfo& d);
+size_t gemm_bf16_stream_k_tail_workspace_bytes(int M, int N, int K, const DeviceInfo& d);
 // Rung 14's plan for a shape on `sms` SMs, in words (tests print it for the doc).
-std::string describe_14(int M, int N, int K, int sms, int mode);
-std::string supports_15(const GemmBf16Args& a, const DeviceInfo& d);  // decode, no K split
-void launch_15(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_stream_k_tail_describe(int M, int N, int K, int sms, int mode);
+std::string gemm_bf16_decode_no_split_supports(const GemmBf16Args& a, const DeviceInfo& d);  // decode, no K split
+void gemm_bf16_decode_no_split_launch(const GemmBf16Args& a, cudaStream_t s);
 // Rung 15 with its ring sized for `cps` CTAs per SM (1..4) and `wpre` W boxes requested before
 // griddepcontrol.wait: the tests' way to run other plans.
-void launch_15_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
-std::string describe_15(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
+void gemm_bf16_decode_no_split_launch_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s);
+std::string gemm_bf16_decode_no_split_describe(int M, int N);  // the plan rung 15 launches (tests print it for the doc)
 // Rung 16 (small_tiles): rung 15's kernel over 64-row tiles of any M (grid.y), strips as narrow as
 // one CTA per SM allows: small prefill shapes, where 128x256 tiles leave most SMs idle.
-std::string supports_16(const GemmBf16Args& a, const DeviceInfo& d);
-void launch_16(const GemmBf16Args& a, cudaStream_t s);
-std::string describe_16(int M, int N);
+std::string gemm_bf16_small_tiles_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_small_tiles_launch(const GemmBf16Args& a, cudaStream_t s);
+std::string gemm_bf16_small_tiles_describe(int M, int N);
 // Rung 15 with one of its choices undone (the tests): 1 multicast pairs (2-CTA clusters sharing
 // the activation box), 2 one producer lane, 3 the ring cut to a multiple of 4.
-void launch_15_variant(const GemmBf16Args& a, int which, cudaStream_t s);
+void gemm_bf16_decode_no_split_launch_variant(const GemmBf16Args& a, int which, cudaStream_t s);
 // Rung 15 with its strip width forced to bn W rows per CTA (a multiple of 8 from 32 to 128; clusters
 // and pairs: 32, 64, 96, 128) in clusters of cl CTAs (1, 2, 4) sharing the activation box by
 // multicast, or (splitm, cl = 2) pairs sharing one strip, each taking half of M and multicasting
 // half of every W box; the ring as the plan sizes it (the tests).
-void launch_15_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s);
+void gemm_bf16_decode_no_split_launch_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s);
 // Rung 16 in clusters of two CTAs sharing one strip over two neighbouring 64-row tiles, W boxes
 // multicast (the tests).
-void launch_16_pairs(const GemmBf16Args& a, cudaStream_t s);
+void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

@@ -9,41 +9,41 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
   using namespace kl::hopper_gemm;
   t.push_back({5, "tma_wgmma",
                "wgmma from 128B-swizzled smem tiles filled by TMA on mbarriers (128x128x64, 4 stages)",
-               supports_05, launch_05, /*parent=*/3});
+               gemm_bf16_tma_wgmma_supports, gemm_bf16_tma_wgmma_launch, /*parent=*/3});
   t.push_back({6, "warp_specialized",
                "producer warp + full/empty mbarrier ring, 2 consumer warpgroups, setmaxnreg, 128x256",
-               supports_06, launch_06, /*parent=*/5});
+               gemm_bf16_warp_specialized_supports, gemm_bf16_warp_specialized_launch, /*parent=*/5});
   t.push_back({7, "persistent",
                "persistent grid (1 CTA/SM), grouped L2-friendly tile order, epilogue overlaps next loads",
-               supports_07, launch_07, /*parent=*/6});
+               gemm_bf16_persistent_supports, gemm_bf16_persistent_launch, /*parent=*/6});
   t.push_back({8, "tma_store_epilogue",
                "async epilogue: stmatrix to swizzled smem + TMA store (3 stages to fit)",
-               supports_08, launch_08, /*parent=*/7});
+               gemm_bf16_tma_store_epilogue_supports, gemm_bf16_tma_store_epilogue_launch, /*parent=*/7});
   t.push_back({9, "cluster_multicast",
                "2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",
-               supports_09, launch_09, /*parent=*/8});
+               gemm_bf16_cluster_multicast_supports, gemm_bf16_cluster_multicast_launch, /*parent=*/8});
   t.push_back({10, "decode_stream",
                "M <= 64 branch: stream W rows (16-byte no-allocate loads) into mma.sync, K split over warps",
-               supports_10, launch_10, /*parent=*/3});
+               gemm_bf16_decode_stream_supports, gemm_bf16_decode_stream_launch, /*parent=*/3});
   t.push_back({11, "decode_tma_splitk",
                "M <= 64: TMA ring (104 or 208 KB), K split over a cluster, DSMEM reduction, PDL",
-               supports_11, launch_11, /*parent=*/10});
+               gemm_bf16_decode_tma_splitk_supports, gemm_bf16_decode_tma_splitk_launch, /*parent=*/10});
   t.push_back({12, "four_stages",
                "rung 08 with a 4-deep ring (192 KB); epilogue staged in 64x64 quarters, two boxes in turn, to fit",
-               supports_12, launch_12, /*parent=*/8});
+               gemm_bf16_four_stages_supports, gemm_bf16_four_stages_launch, /*parent=*/8});
   t.push_back({13, "cluster_multicast_4stage",
                "rung 12 + 2x1 clusters: each CTA loads half the W tile and TMA-multicasts it to both",
-               supports_13, launch_13, /*parent=*/12});
+               gemm_bf16_cluster_multicast_4stage_supports, gemm_bf16_cluster_multicast_4stage_launch, /*parent=*/12});
   t.push_back({14, "stream_k_tail",
                "rung 12 + DP/Stream-K hybrid: the last partial wave + one wave split in k-block "
                "ranges over all SMs, deterministic epoch fixup through the workspace",
-               supports_14, launch_14, /*parent=*/12});
+               gemm_bf16_stream_k_tail_supports, gemm_bf16_stream_k_tail_launch, /*parent=*/12});
   t.push_back({15, "decode_no_split",
                "M <= 64: activations as the wgmma A operand, W strips (one CTA per SM: 32 rows at N = 4096) "
                "as B over the whole K (no split, no reduction), four producer lanes",
-               supports_15, launch_15, /*parent=*/11});
+               gemm_bf16_decode_no_split_supports, gemm_bf16_decode_no_split_launch, /*parent=*/11});
   t.push_back({16, "small_tiles",
                "rung 15's whole-K stream over 64-row tiles of any M: 64 x (32-128) tiles, one CTA per SM "
                "where they fit (small prefill shapes)",
-               supports_16, launch_16, /*parent=*/15});
+               gemm_bf16_small_tiles_supports, gemm_bf16_small_tiles_launch, /*parent=*/15});
 }

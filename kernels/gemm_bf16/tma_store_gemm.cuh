@@ -36,8 +36,8 @@ constexpr size_t smem_bytes() {
 
 template <int STAGES, int PASSES>
 __global__ void __launch_bounds__(THREADS, 1)
-    kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-           const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
+    tma_store_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                          const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int C_BYTES = c_bytes<PASSES>();
   extern __shared__ uint8_t smem_raw[];
@@ -104,22 +104,22 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 
 template <int STAGES, int PASSES>
-std::string supports(const GemmBf16Args& a, const DeviceInfo& d) {
+std::string tma_store_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   static_assert(smem_bytes<STAGES, PASSES>() <= 227 * 1024, "fits the sm_90 opt-in limit");
   return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
 }
 
 template <int STAGES, int PASSES>
-void launch(const GemmBf16Args& a, cudaStream_t s) {
+void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
   constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&kernel<STAGES, PASSES>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&tma_store_gemm_kernel<STAGES, PASSES>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  pdl_launch(kernel<STAGES, PASSES>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
+  pdl_launch(tma_store_gemm_kernel<STAGES, PASSES>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
              tA, tW, tC, a.M, a.N, a.K);
 }
 

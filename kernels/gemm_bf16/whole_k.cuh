@@ -46,8 +46,8 @@ constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 // multicasting it to both: W crosses from L2 once per pair, each CTA reads half the activations.
 template <int MP, int BN, int CL, int LANES, bool SPLITM = false>
 __global__ void __launch_bounds__(THREADS, min_ctas(BN))
-    k15(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-        __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
+    whole_k_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
+                        __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
   static_assert(BN % 8 == 0 && BN >= 32 && BN <= 128, "W rows per CTA");
@@ -222,7 +222,7 @@ template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
 struct Kern {
   static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
   static constexpr bool SPLITM = SPLITM_;
-  static const void* fn() { return reinterpret_cast<const void*>(&k15<MP, BN, CL, LANES, SPLITM>); }
+  static const void* fn() { return reinterpret_cast<const void*>(&whole_k_gemm_kernel<MP, BN, CL, LANES, SPLITM>); }
 };
 template <int MP, int BN, class F>
 void with_cl(const Cfg15& c, F&& f) {
@@ -360,7 +360,7 @@ void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
     const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
     opt_in_smem(Kn::fn(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
-    pdl_launch_cluster(k15<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem,
+    pdl_launch_cluster(whole_k_gemm_kernel<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem,
                        s, pdl_stream(s), Kn::CL > 1 ? Kn::CL : 0, tA, tW, a.C, a.M, a.N, a.K,
                        cf.stages, cf.wpre);
   });
