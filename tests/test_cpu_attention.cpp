@@ -3,6 +3,7 @@
 // takes a DeviceInfo and launches nothing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -74,31 +75,36 @@ TEST(AttentionReference, ZeroQueryAveragesVisibleValues) {
     }
 }
 
-TEST(AttentionReference, SampleRows) {
+TEST(AttentionCheck, RowsCoverEveryBatchHeadPair) {
   AttentionArgs s;
-  s.B = 8; s.Hq = 32; s.Hkv = 8; s.Sq = 1; s.Skv = 4096; s.D = 128;
-  auto rows = attention_sample_rows(s, 64, 42, 8);
-  EXPECT_EQ(rows.size(), 64u);
-  std::set<long long> kv_heads;
-  std::set<std::tuple<int, int, int>> uniq;
-  for (const auto& r : rows) {
-    EXPECT_GE(r.b, 0); EXPECT_LT(r.b, s.B);
-    EXPECT_GE(r.hq, 0); EXPECT_LT(r.hq, s.Hq);
-    EXPECT_GE(r.i, 0); EXPECT_LT(r.i, s.Sq);
-    kv_heads.insert(static_cast<long long>(r.b) * s.Hkv + r.hq / 4);
-    uniq.insert({r.b, r.hq, r.i});
+  s.B = 2; s.Hq = 8; s.Hkv = 2; s.Sq = 4096; s.Skv = 4096; s.D = 128;
+  const long long pairs = 16, total = pairs * s.Sq;
+  auto rows = bench::attention_check_rows(s, 64, 42, false);
+  EXPECT_EQ(rows.size(), 64u);  // 3 corners + one row per pair, topped up with random rows
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(std::set<long long>(rows.begin(), rows.end()).size(), rows.size());
+  std::set<long long> covered;
+  for (long long r : rows) {
+    ASSERT_GE(r, 0);
+    ASSERT_LT(r, total);
+    covered.insert(r / s.Sq);
   }
-  EXPECT_LE(kv_heads.size(), 16u);  // 4 rows per KV head: 16 heads hold 64 rows
-  EXPECT_EQ(uniq.size(), rows.size());
-  auto again = attention_sample_rows(s, 64, 42, 8);
-  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].hq, again[i].hq);
-  // Small problems: every row, in order.
+  EXPECT_EQ(static_cast<long long>(covered.size()), pairs);
+  EXPECT_TRUE(std::count(rows.begin(), rows.end(), s.Sq - 1));  // the longest causal row
+  EXPECT_TRUE(std::count(rows.begin(), rows.end(), total - 1));  // the last row of the last head
+  EXPECT_EQ(bench::attention_check_rows(s, 64, 42, false), rows);  // deterministic for a seed
+  // More pairs than the sample size: still one row of every pair.
+  s.B = 8; s.Hq = 32; s.Sq = 2;
+  auto many = bench::attention_check_rows(s, 64, 7, false);
+  std::set<long long> pairs_seen;
+  for (long long r : many) pairs_seen.insert(r / s.Sq);
+  EXPECT_EQ(pairs_seen.size(), 256u);
+  // Every row when asked.
   AttentionArgs t = s;
   t.B = 1; t.Hq = 2; t.Hkv = 1; t.Sq = 3;
-  auto all = attention_sample_rows(t, 64, 1);
+  auto all = bench::attention_check_rows(t, 64, 1, true);
   ASSERT_EQ(all.size(), 6u);
-  EXPECT_EQ(all[5].hq, 1);
-  EXPECT_EQ(all[5].i, 2);
+  EXPECT_EQ(all[5], 5);
 }
 
 TEST(AttentionReference, FlopAndByteAccounting) {

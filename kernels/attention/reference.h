@@ -25,11 +25,5 @@ std::vector<double> attention_reference(const std::vector<float>& Q, const std::
 struct AttentionRowId {
   int b, hq, i;
 };
-// `n` rows drawn (deterministically from `seed`) from few distinct (b, kv head) pairs: max_kv_heads,
-// or as many as it takes to hold n distinct rows (G * Sq rows per KV head), so a bench downloads
-// only those K/V heads. Always includes the last query row of the
-// first head (the longest causal row) and row 0. When B*Hq*Sq <= n, every row, in order.
-std::vector<AttentionRowId> attention_sample_rows(const AttentionArgs& shape, int n, uint64_t seed,
-                                                  int max_kv_heads = 8);
 
 }  // namespace kl
