@@ -568,10 +568,12 @@ class Report:
             with open(tl, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             took = re.findall(r"test\.sh: finished in (\d+) s", text)
-            res = re.findall(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", text)
+            # ctest: "100% tests passed out of 179", or "97% tests passed, 5 tests failed out of 179"
+            res = re.findall(r"(\d+)% tests passed(?:, (\d+) tests failed)? out of (\d+)", text)
             commit = re.findall(r"test\.sh: commit (\S+)", text)
             if took and res:
                 _, failed, total = res[-1]
+                failed = failed or "0"
                 parts.append("`scripts/test.sh` took %.0f min there (build and %s tests, %s failed%s)." % (
                     int(took[-1]) / 60.0, total, failed, "; commit %s" % commit[-1] if commit else ""))
         return " ".join(parts) if parts else "No timing of the two commands in this folder."

@@ -87,7 +87,7 @@ T_BUILD=$(date +%s)
 kl_build
 BUILD_SECONDS=$(( $(date +%s) - T_BUILD ))
 
-commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+commit="$(scripts/commit_id.sh)"  # as the rows name it
 if [ $BENCHES = 1 ]; then
   {
     echo "gpu=$GPU_NAME"

@@ -167,8 +167,7 @@ for name in "${BL[@]}"; do [ -x "$BUILD/$name" ] || die "no bench binary $BUILD/
 SUMMARY="${SANITIZE_OUT:-$OUT/sanitizer.txt}"
 mkdir -p "$(dirname "$SUMMARY")"
 TMP="$SUMMARY.tmp"
-COMMIT="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then COMMIT="$COMMIT-dirty"; fi
+COMMIT="$(scripts/commit_id.sh --full)"
 {
   echo "# compute-sanitizer sweep (scripts/sanitize.sh): every rung of every bench, tools: $TOOLS"
   echo "# GPU: $GPU_NAME, driver $DRIVER"

@@ -59,7 +59,7 @@ def main():
         f.write("gpu=NVIDIA H200\ndriver_version=580.1\ngit_commit=abc123\nbuild_seconds=60\n"
                 "bench_seconds=420\nh2h_seconds=300\n")
     with open(os.path.join(good, "test.log"), "w") as f:
-        f.write("test.sh: commit abc123\n100% tests passed, 0 tests failed out of 170\n"
+        f.write("test.sh: commit abc123\n100% tests passed out of 170\n"
                 "test.sh: finished in 240 s (exit 0)\n")
     readme = os.path.join(out, "README.md")
     with open(readme, "w") as f:
