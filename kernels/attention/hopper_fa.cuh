@@ -35,6 +35,7 @@
 #include "common/hopper_attn.cuh"
 #include "common/mma.cuh"
 #include "common/softmax_online.cuh"
+#include "attention/hopper_fa_softmax.cuh"
 #include "common/tma.h"
 
 namespace kl {
@@ -81,8 +82,8 @@ struct Cfg {
   static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
   // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
   // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
-  // The stale-max softmax (stale_softmax + its mma.sync fallback) on unmasked tiles of the
-  // overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
+  // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
+  // the overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
   // spilled the loop counters).
   static constexpr bool kStale = kOverlap && BN <= 128;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
@@ -107,12 +108,6 @@ struct Params {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));  // ex2(-inf) = +0
-  return y;
-}
 
 template <int N>
 __device__ __forceinline__ void wg_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
@@ -152,111 +147,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[C::D / 2], const uint32_t (&
   for (int kk = 0; kk < C::BN / 16; ++kk) wg_rs_t<C::D>(o, pf[kk], db0 + ((kk * 16 * 128) >> 4));
 }
 
-// Lazy-rescale threshold (log2 units): P stays <= 2^8 between max updates.
-constexpr float kRescaleLog2 = 8.f;
-
-// Online softmax of one S tile, in place (S becomes P in fp32). Thread holds rows h = 0 (t/4)
-// and h = 1 (t/4 + 8) of its warp's 16; element s[4j + 2h + e] is column 8j + 2(t%4) + e.
-// m_run is the running max in raw score units; alpha[h] is how much O and l shrink.
-template <int BN>
-__device__ __forceinline__ void online_softmax(float (&s)[BN / 2], float (&m_run)[2],
-                                               float (&l_run)[2], float (&alpha)[2], bool do_mask,
-                                               int kv0, const int (&lim)[2], int Skv, float sl,
-                                               int lane) {
-  if (do_mask) {
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = kv0 + 8 * j + 2 * (lane & 3) + (e & 1);
-        // keys past the end (TMA zero-filled) and, with causal, keys after the row's diagonal
-        if (col > lim[e >> 1] || col >= Skv) s[4 * j + e] = -INFINITY;
-      }
-  }
-  // Row max and row sum as 4 independent partial chains per row (j % 2, e & 1): a single chain of
-  // BN/4 dependent FMNMX / FADD is ~4 cycles each of pure latency on the softmax's critical path
-  // (ncu attributes a large share of the consumer stalls to fixed-latency dependencies).
-  float mx4[2][4];
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) mx4[h][k] = m_run[h];
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      mx4[e >> 1][2 * (j & 1) + (e & 1)] = fmaxf(mx4[e >> 1][2 * (j & 1) + (e & 1)], s[4 * j + e]);
-  float mx[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) mx[h] = fmaxf(fmaxf(mx4[h][0], mx4[h][1]), fmaxf(mx4[h][2], mx4[h][3]));
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {  // the 4 lanes of a quad share a row
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-  }
-  float base[2], sum4[2][4] = {};
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    // Lazy rescale (FlashAttention-4's trick): the running max moves only when the tile's max
-    // exceeds it by more than 2^kRescaleLog2 in exp2 units. Otherwise the stale max stays the
-    // reference, P is up to 2^8 (exact in fp32 sums, bf16 keeps its relative precision), alpha is
-    // exactly 1 and rescale_o skips the D/2 multiplies. O / l at the end is the same quotient.
-    // m_run = -inf: the difference is +inf (grow, alpha = exp2(-inf) = 0) or NaN when the tile is
-    // masked too (no grow: max stays -inf, base 0, P = 0).
-    const float ms_run = m_run[h] * sl;
-    const bool grow = mx[h] * sl - ms_run > kRescaleLog2;
-    if (grow) m_run[h] = mx[h];
-    // A row with every key masked so far keeps max -inf: use 0 so exp2 gives 0, not NaN.
-    base[h] = (m_run[h] == -INFINITY) ? 0.f : m_run[h] * sl;
-    alpha[h] = grow ? fast_exp2(ms_run - base[h]) : 1.f;
-  }
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float p = fast_exp2(fmaf(s[4 * j + e], sl, -base[e >> 1]));
-      s[4 * j + e] = p;
-      sum4[e >> 1][2 * (j & 1) + (e & 1)] += p;
-    }
-  float sum[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
-  // l stays a per-thread partial (quad-reduced once, in the epilogue)
-  l_run[0] = l_run[0] * alpha[0] + sum[0];
-  l_run[1] = l_run[1] * alpha[1] + sum[1];
-}
-
-// Stale-max fast path (tiles without a mask, after the item's first tile): P = exp2(s*sl - m*sl)
-// with the running max m as it stands, no row max at all (the 64 FMNMX + 4 SHFL of a 128-key tile
-// per thread), if every row sum of the warp stays <= kStaleSumMax (common/softmax_online.cuh).
-// True (warp-uniform): s holds P, l_run has the sums, O needs no rescale. False: s is garbage
-// (some P may be inf; m = -inf also lands here: x = +inf) and the caller recomputes S and runs
-// online_softmax, whose lazy rule then moves the max (a P > 2^11 means the tile's max exceeds m by
-// more than kRescaleLog2).
-template <int BN>
-__device__ __forceinline__ bool stale_softmax(float (&s)[BN / 2], const float (&m_run)[2],
-                                              float (&l_run)[2], float sl) {
-  const float base[2] = {m_run[0] * sl, m_run[1] * sl};
-  float sum4[2][4] = {};
-#pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float p = fast_exp2(fmaf(s[4 * j + e], sl, -base[e >> 1]));
-      s[4 * j + e] = p;
-      sum4[e >> 1][2 * (j & 1) + (e & 1)] += p;
-    }
-  float sum[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) sum[h] = (sum4[h][0] + sum4[h][1]) + (sum4[h][2] + sum4[h][3]);
-  if (!__all_sync(0xffffffffu, sum[0] <= kStaleSumMax && sum[1] <= kStaleSumMax)) return false;  // NaN: false
-  l_run[0] += sum[0];
-  l_run[1] += sum[1];
-  return true;
-}
-
-// The fallback of stale_softmax: S = Q_wg K^T for this warp's 16 rows, recomputed with mma.sync
-// from the shared tiles (a wgmma in a branch would make ptxas serialize every wgmma of the
+// The fallback of OnlineSoftmax::stale_step: S = Q_wg K^T for this warp's 16 rows, recomputed with
+// mma.sync from the shared tiles (a wgmma in a branch would make ptxas serialize every wgmma of the
 // kernel). The m16n8k16 accumulator of key block j is exactly s[4j..4j+3] of the wgmma m64nBN
 // layout (rows g and g+8 of the warp's 16, columns 2(t%4), +1), so S lands where the wgmma put
 // it. Both tiles are 128B-swizzled panels: 16-byte chunk c of row r sits at c ^ (r & 7).
@@ -299,18 +191,6 @@ __device__ __forceinline__ void pack_p(const float (&s)[BN / 2], uint32_t (&pf)[
   for (int kk = 0; kk < BN / 16; ++kk)
 #pragma unroll
     for (int i = 0; i < 4; ++i) pf[kk][i] = pack_bf16x2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
-}
-
-// O *= alpha per row, skipped (warp-uniformly) when no row of the warp moved its max: with the
-// lazy rescale that is most KV tiles after the first, and these D/2 multiplies sit between the
-// retirement of P V and the next wgmma issue.
-template <int D>
-__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
-  if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
 }
 
 // One K (or V) tile t into ring slot `stage` (D/64 panel boxes), completing on `full`.
@@ -384,6 +264,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     flash_attention_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Cfg<Choices>;
+  using Softmax = OnlineSoftmax<C::BN, C::D>;
   extern __shared__ uint8_t smem_raw[];
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
@@ -573,9 +454,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
             __syncwarp();
             if (lane == 0) mbar_arrive(&k_empty[stage]);
           }
-          online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                                p.scale_log2, lane);
-          rescale_o<C::D>(o, alpha);
+          Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                        p.scale_log2, lane);
+          Softmax::rescale_o(o, alpha);
           pack_p<C::BN>(s, pf);
           mbar_wait(&v_full[stage], ph);
           wgmma_fence();  // o and pf were written by ordinary instructions
@@ -614,8 +495,8 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         wgmma_fence_operands(s);
         __syncwarp();
         if (lane == 0) mbar_arrive(&k_empty[stage0]);
-        online_softmax<C::BN>(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
-                              p.scale_log2, lane);
+        Softmax::step(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
+                      p.scale_log2, lane);
         pack_p<C::BN>(s, pf);  // o is still 0: no rescale
         for (int i = 1; i < n; ++i) {
           const int stage = (it + i) % C::kStages, pstage = (it + i - 1) % C::kStages;
@@ -631,13 +512,14 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           pp_end(n + 1);
           wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
           wgmma_fence_operands(s);
-          if (C::kStale && t < mask_from && stale_softmax<C::BN>(s, m_run, l_run, p.scale_log2)) {
+          if (C::kStale && t < mask_from &&
+              Softmax::stale_step(s, m_run, l_run, p.scale_log2)) {
             alpha[0] = alpha[1] = 1.f;  // the max did not move: O needs no rescale
           } else {
             if (C::kStale && t < mask_from)  // a P overflowed the stale max: S again from smem
               recompute_s<C>(s, q_wg, sK + stage * C::kKVBytes, warp, lane);
-            online_softmax<C::BN>(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                                  p.scale_log2, lane);
+            Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                          p.scale_log2, lane);
           }
           __syncwarp();
           if (lane == 0) mbar_arrive(&k_empty[stage]);  // K(i) read (by the fallback too)
@@ -652,7 +534,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
           __syncwarp();
           if (lane == 0) mbar_arrive(&v_empty[pstage]);
-          rescale_o<C::D>(o, alpha);
+          Softmax::rescale_o(o, alpha);
           pack_p<C::BN>(s, pf);
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
@@ -677,11 +559,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     }
 
     // ---------------- epilogue: O / l (bf16), or the normalized partial and its log2-sum-exp
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
-      l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
-    }
+    Softmax::finalize(l_run);
     const int col0 = 2 * (lane & 3);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
