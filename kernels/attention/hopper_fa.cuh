@@ -35,6 +35,9 @@
 #include "common/hopper_attn.cuh"
 #include "common/mma.cuh"
 #include "common/softmax_online.cuh"
+#include "attention/hopper_fa_config.cuh"
+#include "attention/hopper_fa_epilogue.cuh"
+#include "attention/hopper_fa_mainloop.cuh"
 #include "attention/hopper_fa_softmax.cuh"
 #include "common/tma.h"
 
@@ -58,186 +61,6 @@ struct Defaults {
   static constexpr bool persistent = false;        // one CTA per SM, items from a counter, LPT
   static constexpr int l2_group_mb = 8;            // persistent order: a head group's K/V fit here
 };
-
-// The kernel's compile-time shape, derived from a rung's choices.
-template <class Choices>
-struct Cfg {
-  static constexpr int kL2MB = Choices::l2_group_mb;
-  static constexpr int D = Choices::head_dim;
-  static constexpr int kConsumers = Choices::consumer_warpgroups;
-  static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
-  static constexpr int BN = Choices::kv_tile;     // keys per KV tile
-  static constexpr int kStages = Choices::stages;
-  static constexpr bool kWS = Choices::producer_warpgroup;
-  static constexpr bool kOverlap = Choices::intra_wg_overlap;
-  static constexpr bool kPingPong = Choices::pingpong;
-  static constexpr bool kPersistent = Choices::persistent;
-  static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
-  static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
-  static constexpr int kQBytes = BM * D * 2;
-  static constexpr int kKVBytes = BN * D * 2;  // one K (or V) tile
-  static constexpr int kBarOffset = kQBytes + 2 * kStages * kKVBytes;
-  // mbarriers: q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages],
-  // q_empty; then the persistent item slot (8 bytes)
-  static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
-  // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
-  // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
-  // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
-  // the overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
-  // spilled the loop counters).
-  static constexpr bool kStale = kOverlap && BN <= 128;
-  static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
-  static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
-  static_assert(D == 64 || D == 128, "head dim 64 or 128");
-  static_assert(BN == 64 || BN == 128 || BN == 176, "wgmma N for S is BN: 64, 128 or 176");
-  static_assert(kConsumers == 1 || kConsumers == 2, "one or two consumer warpgroups");
-  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles stay 1024-byte aligned");
-  static_assert(!kOverlap || kWS, "the overlapped loop is written for the warp-specialized kernel");
-  static_assert(!kPingPong || (kOverlap && kConsumers == 2), "ping-pong: two overlapped consumers");
-  static_assert(!kWS || kStages >= 2, "a producer needs at least two stages to run ahead");
-  static_assert(!kPersistent || kWS, "the persistent item loop is driven by the producer");
-};
-
-struct Params {
-  CUtensorMap tmQ, tmK, tmV;  // 3-D maps {D, rows|Skv, B*Hkv}, boxes {64, BM|BN, 1}, SWIZZLE_128B
-  __nv_bfloat16* O;           // [B*Hkv, rows, D]
-  int rows, Sq, Skv, BH, m_tiles, causal;
-  int work, hgroup;           // persistent: m_tiles * BH items; heads per L2 group
-  float scale_log2;           // softmax scale * log2(e): scores go through exp2
-};
-
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-
-template <int N>
-__device__ __forceinline__ void wg_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int acc) {
-  if constexpr (N == 64) wgmma_ss_m64n64k16(d, da, db, acc);
-  else if constexpr (N == 128) wgmma_ss_m64n128k16(d, da, db, acc);
-  else wgmma_ss_m64n176k16(d, da, db, acc);
-}
-template <int N>
-__device__ __forceinline__ void wg_rs_t(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
-  if constexpr (N == 64) wgmma_rs_m64n64k16_tnspb(d, a, db, 1);
-  else wgmma_rs_m64n128k16_tnspb(d, a, db, 1);
-}
-
-// S = Q_wg K_t^T: D/16 k-steps. K-step kk lives in panel kk/4 at byte offset (kk%4)*32 inside the
-// 128-byte swizzled rows (the hardware applies the XOR on the final address). One descriptor per
-// operand is built; each k-step adds its byte offset / 16 to the start-address field (bits 0-13:
-// shared addresses stay below 256 KB, so the add never carries out of it), as the GEMM rungs do.
-template <class C>
-__device__ __forceinline__ void issue_qk(float (&s)[C::BN / 2], const uint8_t* q_wg,
-                                         const uint8_t* k_stage) {
-  const uint64_t da0 = make_smem_desc_sw128(q_wg), db0 = make_smem_desc_sw128(k_stage);
-#pragma unroll
-  for (int kk = 0; kk < C::D / 16; ++kk) {
-    const int panel = kk / 4, off = (kk % 4) * 32;
-    const uint64_t da = da0 + ((panel * (C::BM * 128) + off) >> 4);
-    const uint64_t db = db0 + ((panel * (C::BN * 128) + off) >> 4);
-    wg_ss<C::BN>(s, da, db, kk > 0);  // kk == 0 overwrites: no zeroing of s needed
-  }
-}
-// O += P V_t: BN/16 k-steps over keys; step kk starts at key row 16*kk (16 * 128 bytes, stays
-// 1024-aligned); the D/64 panels of V are LBO = BN*128 bytes apart.
-template <class C>
-__device__ __forceinline__ void issue_pv(float (&o)[C::D / 2], const uint32_t (&pf)[C::BN / 16][4],
-                                         const uint8_t* v_stage) {
-  const uint64_t db0 = make_smem_desc_sw128_mn(v_stage, C::BN * 128);
-#pragma unroll
-  for (int kk = 0; kk < C::BN / 16; ++kk) wg_rs_t<C::D>(o, pf[kk], db0 + ((kk * 16 * 128) >> 4));
-}
-
-// The fallback of OnlineSoftmax::stale_step: S = Q_wg K^T for this warp's 16 rows, recomputed with
-// mma.sync from the shared tiles (a wgmma in a branch would make ptxas serialize every wgmma of the
-// kernel). The m16n8k16 accumulator of key block j is exactly s[4j..4j+3] of the wgmma m64nBN
-// layout (rows g and g+8 of the warp's 16, columns 2(t%4), +1), so S lands where the wgmma put
-// it. Both tiles are 128B-swizzled panels: 16-byte chunk c of row r sits at c ^ (r & 7).
-template <class C>
-__device__ __forceinline__ void recompute_s(float (&s)[C::BN / 2], const uint8_t* q_wg,
-                                            const uint8_t* k_stage, int warp, int lane) {
-  // ldmatrix x4 rows: A = Q rows 0-7 / 8-15 (lane bit 3) x k chunk +0 / +1 (lane bit 4);
-  // B = keys +0-7 / +8-15 (lane bit 4) x k chunk +0 / +1 (lane bit 3).
-  const int qr = warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, qc = lane >> 4;
-  const int kr = ((lane >> 4) << 3) + (lane & 7), kc = (lane >> 3) & 1;
-  // 32-bit shared-window addresses (a generic pointer costs two registers; BN = 176 runs at 240).
-  const uint32_t qrow = smem_u32(q_wg) + qr * 128;
-  const uint32_t krow = smem_u32(k_stage) + kr * 128;  // key 16 jp + kr: + 2048 jp, swizzle kr & 7
-#pragma unroll  // s is indexed by jp: a rolled loop would put it in local memory
-  for (int jp = 0; jp < C::BN / 16; ++jp) {
-    float* d0 = &s[8 * jp];
-    float* d1 = &s[8 * jp + 4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) d0[e] = d1[e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < C::D / 16; ++kk) {
-      // k-step kk reads chunk 2 kk + {qc, kc}: panel kk / 4, swizzled 16-byte column in the panel
-      uint32_t a[4], b0[2], b1[2];
-      ldsm_x4(a[0], a[1], a[2], a[3],
-              qrow + (kk / 4) * (C::BM * 128) + (((2 * (kk % 4) + qc) ^ (qr & 7)) << 4));
-      ldsm_x4(b0[0], b0[1], b1[0], b1[1],
-              krow + jp * 2048 + (kk / 4) * (C::BN * 128) + (((2 * (kk % 4) + kc) ^ (kr & 7)) << 4));
-      mma_bf16_16816(*reinterpret_cast<float(*)[4]>(d0), a, b0);
-      mma_bf16_16816(*reinterpret_cast<float(*)[4]>(d1), a, b1);
-    }
-  }
-}
-
-// fp32 P (S accumulator layout) -> bf16 A fragments: k-block kk (keys 16kk..16kk+15) is accumulator
-// groups j = 2kk (cols +0..7) and 2kk+1 (cols +8..15): {a0,a1,a2,a3} = {(r, c), (r+8, c),
-// (r, c+8), (r+8, c+8)} = consecutive pairs s[8kk + 0..7].
-template <int BN>
-__device__ __forceinline__ void pack_p(const float (&s)[BN / 2], uint32_t (&pf)[BN / 16][4]) {
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) pf[kk][i] = pack_bf16x2(s[8 * kk + 2 * i], s[8 * kk + 2 * i + 1]);
-}
-
-// One K (or V) tile t into ring slot `stage` (D/64 panel boxes), completing on `full`.
-template <class C>
-__device__ __forceinline__ void issue_tile(const Params& p, const CUtensorMap* tm, uint8_t* base,
-                                           uint64_t* full, int stage, int t, int bh) {
-  mbar_arrive_expect_tx(full, C::kKVBytes);  // full box bytes, OOB zero-fill included
-#pragma unroll
-  for (int pn = 0; pn < C::kPanels; ++pn)
-    tma_load_3d(base + (stage * C::kPanels + pn) * (C::BN * 128), tm, full, pn * 64, t * C::BN, bh);
-}
-template <class C>
-__device__ __forceinline__ void issue_kv_tile(const Params& p, uint8_t* sK, uint8_t* sV,
-                                              uint64_t* k_full, uint64_t* v_full, int stage, int t,
-                                              int bh) {
-  issue_tile<C>(p, &p.tmK, sK, &k_full[stage], stage, t, bh);
-  issue_tile<C>(p, &p.tmV, sV, &v_full[stage], stage, t, bh);
-}
-
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
-
-// The KV range one work item (a BM-row tile of one (b, kv head)) visits: key tiles [t0, t0 + n).
-struct TileRange {
-  int m0, n, t0, mask_from;
-};
-template <class C>
-__device__ __forceinline__ TileRange tile_range(const Params& p, int m_blk) {
-  TileRange r;
-  r.m0 = m_blk * C::BM;
-  const int diag = p.Skv - p.Sq;  // query qpos sees keys <= qpos + diag (causal)
-  // Rows of one tile may straddle two heads (Sq % BM != 0): then the tile's qpos range is
-  // conservatively [0, Sq).
-  const int last_row = min(r.m0 + C::BM, p.rows) - 1;
-  int qmin = 0, qmax = p.Sq - 1;
-  if (r.m0 / p.Sq == last_row / p.Sq) {
-    qmin = r.m0 % p.Sq;
-    qmax = last_row % p.Sq;
-  }
-  const int kv_end = p.causal ? min(p.Skv, qmax + diag + 1) : p.Skv;
-  const int n_tiles = (kv_end + C::BN - 1) / C::BN;
-  r.t0 = 0;
-  r.n = n_tiles;
-  // First tile with a key some row of the tile must not see (causal) or past Skv: tiles before it
-  // skip the mask.
-  r.mask_from = min(p.causal ? (qmin + diag + 1) / C::BN : INT_MAX, p.Skv / C::BN);
-  return r;
-}
 
 // Persistent order (kPersistent): work item w -> (bh, m tile). Heads go in groups of p.hgroup
 // (their K/V fit in l2_group_mb of L2); inside a group the heaviest row tiles of every head come first
@@ -265,6 +88,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Cfg<Choices>;
   using Softmax = OnlineSoftmax<C::BN, C::D>;
+  using Mma = TileMma<C>;
+  using Loads = KvLoads<C>;
+  using Epilogue = OutputEpilogue<C::D>;
   extern __shared__ uint8_t smem_raw[];
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
@@ -337,9 +163,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
               // spill and serialize the wgmmas. A consumer stuck on a full barrier (bad
               // transaction count) stalls its releases, so this wait traps too.
               if (it >= C::kStages) mbar_wait_watchdog(&k_empty[stage], ph);
-              issue_tile<C>(p, &p.tmK, sK, &k_full[stage], stage, tr.t0 + i, bh);
+              Loads::tile(&p.tmK, sK, &k_full[stage], stage, tr.t0 + i, bh);
               if (it >= C::kStages) mbar_wait_watchdog(&v_empty[stage], ph);
-              issue_tile<C>(p, &p.tmV, sV, &v_full[stage], stage, tr.t0 + i, bh);
+              Loads::tile(&p.tmV, sV, &v_full[stage], stage, tr.t0 + i, bh);
             }
             ++items;
           }
@@ -433,7 +259,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         for (int pn = 0; pn < C::kPanels; ++pn)
           tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
         for (int i = 0; i < min(n, C::kStages); ++i)
-          issue_kv_tile<C>(p, sK, sV, k_full, v_full, i, t0 + i, bh);
+          Loads::kv(p, sK, sV, k_full, v_full, i, t0 + i, bh);
       }
     }
 
@@ -446,7 +272,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           const int t = t0 + i;
           mbar_wait(&k_full[stage], ph);
           wgmma_fence();
-          issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
+          Mma::qk(s, q_wg, sK + stage * C::kKVBytes);
           wgmma_commit();
           wgmma_wait<0>();
           wgmma_fence_operands(s);
@@ -457,10 +283,10 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
                         p.scale_log2, lane);
           Softmax::rescale_o(o, alpha);
-          pack_p<C::BN>(s, pf);
+          Mma::pack_p(s, pf);
           mbar_wait(&v_full[stage], ph);
           wgmma_fence();  // o and pf were written by ordinary instructions
-          issue_pv<C>(o, pf, sV + stage * C::kKVBytes);
+          Mma::pv(o, pf, sV + stage * C::kKVBytes);
           wgmma_commit();
           wgmma_wait<0>();
           wgmma_fence_operands(o);
@@ -471,7 +297,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           } else {
             __syncthreads();  // every warpgroup's wgmma has read this stage
             if (threadIdx.x == 0 && i + C::kStages < n)
-              issue_kv_tile<C>(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
+              Loads::kv(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
           }
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
@@ -488,7 +314,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         mbar_wait(&k_full[stage0], (it / C::kStages) & 1);
         pp_begin();
         wgmma_fence();
-        issue_qk<C>(s, q_wg, sK + stage0 * C::kKVBytes);
+        Mma::qk(s, q_wg, sK + stage0 * C::kKVBytes);
         wgmma_commit();
         pp_end(n + 1);
         wgmma_wait<0>();
@@ -497,7 +323,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         if (lane == 0) mbar_arrive(&k_empty[stage0]);
         Softmax::step(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
                       p.scale_log2, lane);
-        pack_p<C::BN>(s, pf);  // o is still 0: no rescale
+        Mma::pack_p(s, pf);  // o is still 0: no rescale
         for (int i = 1; i < n; ++i) {
           const int stage = (it + i) % C::kStages, pstage = (it + i - 1) % C::kStages;
           const int t = t0 + i;
@@ -505,9 +331,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           mbar_wait(&v_full[pstage], ((it + i - 1) / C::kStages) & 1);
           pp_begin();
           wgmma_fence();
-          issue_qk<C>(s, q_wg, sK + stage * C::kKVBytes);
+          Mma::qk(s, q_wg, sK + stage * C::kKVBytes);
           wgmma_commit();
-          issue_pv<C>(o, pf, sV + pstage * C::kKVBytes);
+          Mma::pv(o, pf, sV + pstage * C::kKVBytes);
           wgmma_commit();
           pp_end(n + 1);
           wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
@@ -517,7 +343,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
             alpha[0] = alpha[1] = 1.f;  // the max did not move: O needs no rescale
           } else {
             if (C::kStale && t < mask_from)  // a P overflowed the stale max: S again from smem
-              recompute_s<C>(s, q_wg, sK + stage * C::kKVBytes, warp, lane);
+              Mma::qk_mma_sync(s, q_wg, sK + stage * C::kKVBytes, warp, lane);
             Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
                           p.scale_log2, lane);
           }
@@ -535,7 +361,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           __syncwarp();
           if (lane == 0) mbar_arrive(&v_empty[pstage]);
           Softmax::rescale_o(o, alpha);
-          pack_p<C::BN>(s, pf);
+          Mma::pack_p(s, pf);
         }
         if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
           // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each
@@ -548,7 +374,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         mbar_wait(&v_full[lstage], ((it + n - 1) / C::kStages) & 1);
         pp_begin();
         wgmma_fence();
-        issue_pv<C>(o, pf, sV + lstage * C::kKVBytes);
+        Mma::pv(o, pf, sV + lstage * C::kKVBytes);
         wgmma_commit();
         pp_end(n + 1);
         wgmma_wait<0>();
@@ -558,19 +384,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
       }
     }
 
-    // ---------------- epilogue: O / l (bf16), or the normalized partial and its log2-sum-exp
+    // ---------------- epilogue: O / l (bf16)
     Softmax::finalize(l_run);
-    const int col0 = 2 * (lane & 3);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (grow[h] >= p.rows) continue;  // padding rows of the last tile (TMA read zeros)
-      const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-      __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
-#pragma unroll
-      for (int j = 0; j < C::D / 8; ++j)
-        *reinterpret_cast<uint32_t*>(orow + 8 * j + col0) =
-            pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-    }
+    Epilogue::store(p, o, l_run, grow, bh, lane);
     it += n;
     ++items;
     if constexpr (!C::kPersistent) break;

@@ -1,0 +1,59 @@
+// kernels/attention/hopper_fa_config.cuh — the sm_90a attention kernel's compile-time shape
+// (Cfg<Choices>, derived from a rung's configuration struct) and its launch parameters (Params).
+#pragma once
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+namespace kl {
+namespace hattn {
+
+// The kernel's compile-time shape, derived from a rung's choices.
+template <class Choices>
+struct Cfg {
+  static constexpr int kL2MB = Choices::l2_group_mb;
+  static constexpr int D = Choices::head_dim;
+  static constexpr int kConsumers = Choices::consumer_warpgroups;
+  static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
+  static constexpr int BN = Choices::kv_tile;     // keys per KV tile
+  static constexpr int kStages = Choices::stages;
+  static constexpr bool kWS = Choices::producer_warpgroup;
+  static constexpr bool kOverlap = Choices::intra_wg_overlap;
+  static constexpr bool kPingPong = Choices::pingpong;
+  static constexpr bool kPersistent = Choices::persistent;
+  static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
+  static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
+  static constexpr int kQBytes = BM * D * 2;
+  static constexpr int kKVBytes = BN * D * 2;  // one K (or V) tile
+  static constexpr int kBarOffset = kQBytes + 2 * kStages * kKVBytes;
+  // mbarriers: q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages],
+  // q_empty; then the persistent item slot (8 bytes)
+  static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
+  // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
+  // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
+  // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
+  // the overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
+  // spilled the loop counters).
+  static constexpr bool kStale = kOverlap && BN <= 128;
+  static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
+  static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
+  static_assert(D == 64 || D == 128, "head dim 64 or 128");
+  static_assert(BN == 64 || BN == 128 || BN == 176, "wgmma N for S is BN: 64, 128 or 176");
+  static_assert(kConsumers == 1 || kConsumers == 2, "one or two consumer warpgroups");
+  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles stay 1024-byte aligned");
+  static_assert(!kOverlap || kWS, "the overlapped loop is written for the warp-specialized kernel");
+  static_assert(!kPingPong || (kOverlap && kConsumers == 2), "ping-pong: two overlapped consumers");
+  static_assert(!kWS || kStages >= 2, "a producer needs at least two stages to run ahead");
+  static_assert(!kPersistent || kWS, "the persistent item loop is driven by the producer");
+};
+
+struct Params {
+  CUtensorMap tmQ, tmK, tmV;  // 3-D maps {D, rows|Skv, B*Hkv}, boxes {64, BM|BN, 1}, SWIZZLE_128B
+  __nv_bfloat16* O;           // [B*Hkv, rows, D]
+  int rows, Sq, Skv, BH, m_tiles, causal;
+  int work, hgroup;           // persistent: m_tiles * BH items; heads per L2 group
+  float scale_log2;           // softmax scale * log2(e): scores go through exp2
+};
+
+}  // namespace hattn
+}  // namespace kl
