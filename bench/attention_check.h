@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "kernels/attention/reference.h"
 #include "kernels/common/parallel.h"
 

@@ -21,7 +21,7 @@
 
 #include "bench/attention_check.h"
 #include "bench/harness.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 
 namespace {
 

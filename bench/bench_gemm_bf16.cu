@@ -24,7 +24,7 @@
 #include "bench/cublas_ref.h"
 #include "bench/harness.h"
 #include "bench/gemm_inputs.h"
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/rmsnorm/rmsnorm.h"
+#include "kl/rmsnorm.h"
 #include "kernels/rmsnorm/rmsnorm_ref.h"
 
 namespace {

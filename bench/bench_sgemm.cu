@@ -20,7 +20,7 @@
 
 #include "bench/cublas_ref.h"
 #include "bench/harness.h"
-#include "kernels/sgemm/sgemm.h"
+#include "kl/sgemm.h"
 
 namespace {
 

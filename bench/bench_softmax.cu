@@ -1,7 +1,7 @@
 // bench/bench_softmax.cu — the row-softmax ladder against a same-run cudaMemcpy D2D of the same
 // bytes. Bytes = read x + write y. The driver is bench/rowops_bench.h.
 #include "bench/rowops_bench.h"
-#include "kernels/softmax/softmax.h"
+#include "kl/softmax.h"
 
 int main(int argc, char** argv) {
   using namespace kl;

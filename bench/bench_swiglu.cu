@@ -1,7 +1,7 @@
 // bench/bench_swiglu.cu — the SwiGLU ladder (y = silu(g) * u) against a same-run cudaMemcpy D2D of
 // the same bytes. Bytes = read g, u + write y. The driver is bench/rowops_bench.h.
 #include "bench/rowops_bench.h"
-#include "kernels/swiglu/swiglu.h"
+#include "kl/swiglu.h"
 
 int main(int argc, char** argv) {
   using namespace kl;

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "bench/cublas_ref.h"
-#include "kernels/common/check.h"
+#include "kl/check.h"
 
 namespace kl::bench {
 

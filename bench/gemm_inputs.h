@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "bench/harness.h"
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 
 namespace kl::bench {
 

@@ -30,10 +30,10 @@
 #include <utility>
 #include <vector>
 
-#include "../kernels/common/check.h"
-#include "../kernels/common/device.h"
-#include "../kernels/common/dtype.h"
-#include "../kernels/common/registry.h"
+#include "kl/check.h"
+#include "kl/device.h"
+#include "kl/dtype.h"
+#include "kl/registry.h"
 
 namespace kl::bench {
 

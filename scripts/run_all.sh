@@ -15,9 +15,10 @@
 # runs at an ignored folder such as out/), KL_BENCH_ARGS (extra flags for every family bench, e.g.
 # "--quick"), KL_NO_TORCH=1 (no PyTorch rows).
 #
-# Writes into the results folder: <family>.jsonl, peak.jsonl, torch.jsonl, h2h/, env.txt (what ran,
-# where, how long), run_all.log (this script's whole output), tables.md, roofline.png and
-# ladder_<family>.png; with the README, also the ladder tables of docs/<family>.md. Exits non-zero
+# Writes into the results folder: <family>.jsonl, peak.jsonl, torch.jsonl, binding/ (the PyTorch
+# ops' per-call cost), h2h/, env.txt (what ran, where, how long), run_all.log (this script's whole
+# output), tables.md, roofline.png and ladder_<family>.png; with the README, also the ladder tables
+# of docs/<family>.md and the binding table of docs/api.md. Exits non-zero
 # if any step failed (the later steps still run).
 set -uo pipefail
 
@@ -58,7 +59,7 @@ fi
 mkdir -p "$OUT"
 if [ $BENCHES = 1 ]; then
   # The folder holds one run: the last run's outputs go (git keeps them).
-  rm -rf "$OUT"/*.jsonl "$OUT"/*.png "$OUT"/tables.md "$OUT"/h2h
+  rm -rf "$OUT"/*.jsonl "$OUT"/*.png "$OUT"/tables.md "$OUT"/h2h "$OUT"/binding
   exec > >(tee "$OUT/run_all.log") 2>&1
 else
   [ -s "$OUT/env.txt" ] || die "--h2h-only adds to an earlier run in $OUT, and there is none (no env.txt)"
@@ -72,7 +73,7 @@ if [ $BENCHES = 1 ]; then
   for b in bench/bench_*.cu; do
     n="$(basename "$b" .cu)"; [ "$n" = bench_peak ] || STEPS+=("$n")
   done
-  [ $HAVE_TORCH = 1 ] && STEPS+=(torch)
+  [ $HAVE_TORCH = 1 ] && STEPS+=(torch binding)
 fi
 [ $H2H = 1 ] && STEPS+=(h2h)
 STEPS+=(report)
@@ -126,7 +127,7 @@ if [ $BENCHES = 1 ]; then
   T_BENCH=$(date +%s)
   run_bench bench_peak "$OUT/peak.jsonl"
   for s in "${STEPS[@]}"; do
-    case "$s" in bench_peak|build|torch|h2h|report) continue ;; esac
+    case "$s" in bench_peak|build|torch|binding|h2h|report) continue ;; esac
     # shellcheck disable=SC2086
     run_bench "$s" "$OUT/${s#bench_}.jsonl" ${KL_BENCH_ARGS:-}
   done
@@ -137,6 +138,13 @@ if [ $BENCHES = 1 ]; then
       say "PyTorch baseline done in $(( $(date +%s) - t )) s"
     else
       FAILED+=("torch_baseline.py (exit $?)")
+    fi
+    # What a call of the PyTorch ops (python/kernel_ladder over this build's C API) costs.
+    step "binding cost -> $OUT/binding/rows.jsonl"
+    if KL_C_LIBRARY="$BUILD/libkernel_ladder_c.so" python3 scripts/binding_overhead.py --out "$OUT/binding/rows.jsonl"; then
+      say "binding cost done"
+    else
+      FAILED+=("binding_overhead.py (exit $?)")
     fi
   elif [ "${KL_NO_TORCH:-0}" = 1 ]; then
     say "PyTorch baseline skipped (KL_NO_TORCH=1)"

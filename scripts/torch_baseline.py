@@ -17,7 +17,7 @@ each chunk of timed launches is queued behind a short torch.cuda._sleep spin ker
 fills while the GPU is held, then drains back to back). Each output is checked once before timing
 against a float64 computation (sampled rows for GEMMs and attention); a failed check is not a row.
 
-FLOPs and bytes are counted exactly as the benches count them (kernels/<family>/<family>.h).
+FLOPs and bytes are counted exactly as the benches count them (include/kl/<family>.h).
 Needs PyTorch with CUDA; exits 1 with a message otherwise.
 """
 import argparse

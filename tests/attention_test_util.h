@@ -8,7 +8,7 @@
 
 #include "bench/attention_check.h"
 #include "bench/harness.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "tests/gpu_test.h"
 
 namespace kl::test {

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/device.h"
-#include "kernels/common/dtype.h"
-#include "kernels/common/registry.h"
+#include "kl/device.h"
+#include "kl/dtype.h"
+#include "kl/registry.h"
 #include "tests/gpu_test.h"
 
 namespace kl::fuzz {

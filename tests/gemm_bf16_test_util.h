@@ -16,10 +16,10 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/common/check.h"
-#include "kernels/common/device.h"
-#include "kernels/common/dtype.h"
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/check.h"
+#include "kl/device.h"
+#include "kl/dtype.h"
+#include "kl/gemm_bf16.h"
 #include "tests/gpu_test.h"
 
 namespace kl::test {

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/common/check.h"
-#include "kernels/common/device.h"
-#include "kernels/common/registry.h"
+#include "kl/check.h"
+#include "kl/device.h"
+#include "kl/registry.h"
 
 #define KL_REQUIRE_GPU()                                                 \
   do {                                                                   \

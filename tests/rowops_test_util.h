@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/common/check.h"
-#include "kernels/common/dtype.h"
+#include "kl/check.h"
+#include "kl/dtype.h"
 #include "tests/gpu_test.h"
 
 namespace kl::rowops_test {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/attention_check.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "kernels/attention/reference.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 
 namespace {
 

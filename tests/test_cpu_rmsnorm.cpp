@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/rmsnorm/rmsnorm.h"
+#include "kl/rmsnorm.h"
 #include "kernels/rmsnorm/rmsnorm_internal.h"
 #include "kernels/rmsnorm/rmsnorm_ref.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/softmax/softmax.h"
+#include "kl/softmax.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/swiglu/swiglu.h"
+#include "kl/swiglu.h"
 
 namespace {
 

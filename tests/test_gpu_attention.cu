@@ -11,7 +11,7 @@
 
 #include "bench/attention_check.h"
 #include "bench/harness.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "kernels/attention/attention_internal.h"  // attention_flash_split_kv_workspace_bytes: does rung 03 split here?
 #include "tests/attention_test_util.h"
 #include "tests/gpu_test.h"

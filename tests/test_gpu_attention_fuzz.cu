@@ -13,7 +13,7 @@
 
 #include "bench/attention_check.h"
 #include "bench/harness.h"
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "tests/attention_test_util.h"
 #include "tests/fuzz_util.h"
 #include "tests/gpu_test.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention/attention.h"
+#include "kl/attention.h"
 #include "kernels/attention/hopper_rungs.h"
-#include "kernels/common/check.h"
+#include "kl/check.h"
 #include "tests/gpu_test.h"
 
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 #include "kernels/gemm_bf16/gemm_bf16_rungs.h"
-#include "kernels/common/dtype.h"
+#include "kl/dtype.h"
 #include "tests/gemm_bf16_test_util.h"
 #include "tests/gpu_test.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 #include "tests/fuzz_util.h"
 #include "tests/gemm_bf16_test_util.h"
 #include "tests/gpu_test.h"

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/check.h"
-#include "kernels/common/dtype.h"
+#include "kl/check.h"
+#include "kl/dtype.h"
 #include "kernels/common/hopper.cuh"
 #include "kernels/common/tma.h"
-#include "kernels/gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 #include "kernels/gemm_bf16/hopper_gemm.cuh"
 #include "tests/gemm_bf16_test_util.h"
 #include "tests/gpu_test.h"

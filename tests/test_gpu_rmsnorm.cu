@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/rmsnorm/rmsnorm.h"
+#include "kl/rmsnorm.h"
 #include "kernels/rmsnorm/rmsnorm_ref.h"
 #include "tests/gpu_test.h"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/check.h"
-#include "kernels/sgemm/sgemm.h"
+#include "kl/check.h"
+#include "kl/sgemm.h"
 #include "tests/fuzz_util.h"
 #include "tests/gpu_test.h"
 

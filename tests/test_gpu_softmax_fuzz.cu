@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/softmax/softmax.h"
+#include "kl/softmax.h"
 #include "tests/fuzz_util.h"
 #include "tests/gpu_test.h"
 #include "tests/rowops_test_util.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/swiglu/swiglu.h"
+#include "kl/swiglu.h"
 #include "tests/gpu_test.h"
 #include "tests/rowops_test_util.h"
 

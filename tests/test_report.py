@@ -70,6 +70,14 @@ def main():
     os.makedirs(docs)
     with open(os.path.join(docs, "rmsnorm.md"), "w") as f:
         f.write("# rmsnorm\n\n<!-- BEGIN LADDER TABLE -->\nstale ladder\n<!-- END LADDER TABLE -->\n\n### 01\n")
+    with open(os.path.join(docs, "api.md"), "w") as f:
+        f.write("# api\n\n<!-- BEGIN BINDING TABLE -->\nstale binding\n<!-- END BINDING TABLE -->\nend\n")
+    os.makedirs(os.path.join(good, "binding"))
+    with open(os.path.join(good, "binding", "rows.jsonl"), "w") as f:
+        for impl, us in (("kernel_ladder", 21.5), ("ctypes", 6.25), ("torch", 9.0)):
+            f.write(json.dumps({"family": "binding", "op": "rmsnorm", "impl": impl, "shape_str": "bf16 1x4096",
+                                "us_per_call": us, "gpu": "NVIDIA H200", "torch": "2.11", "git_commit": "abc123",
+                                "calls": 2000}) + "\n")
     rc, so, se = run(good, "--readme", readme, "--docs", docs)
     check(rc == 0, "report.py exits 0 on the fixture", se)
     tables_path = os.path.join(good, "tables.md")
@@ -146,6 +154,10 @@ def main():
           "design note ladder table: rate, × parent rung (0.537/0.149), × reference", note)
     check(table_row(note, "rung", "name", "parent") is not None and "× parent" in note and lr is not None
           and "00" in lr, "design note ladder table: the parent column from the rows", note)
+    api = open(os.path.join(docs, "api.md")).read()
+    br = table_row(api, "rmsnorm", "bf16 1x4096")
+    check("stale" not in api and api.endswith("end\n") and br is not None and "21.5" in br and "6.2" in br
+          and "9.0" in br and "+12.5" in br, "docs/api.md binding table: op, C API, PyTorch, difference", api)
     rl = table_row(sec, "01", "warp_per_row", "00")
     check(rl is not None, "rung list: the parent of rung 01", sec)
     check(note.endswith("### 01\n"), "design note text outside the markers kept", note)

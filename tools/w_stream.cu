@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bench/harness.h"
-#include "kernels/common/check.h"
-#include "kernels/common/device.h"
+#include "kl/check.h"
+#include "kl/device.h"
 #include "kernels/common/hopper.cuh"
 #include "kernels/common/tma.h"
 #include "kernels/gemm_bf16/hopper_gemm.cuh"  // kBK, align1024, ceil_div, opt_in_smem (header-only parts)

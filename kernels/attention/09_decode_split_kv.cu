@@ -17,7 +17,7 @@
 
 #include "attention/decode_split.cuh"
 #include "attention/hopper_rungs.h"
-#include "common/device.h"
+#include "kl/device.h"
 #include "common/hopper.cuh"
 #include "common/tma.h"
 

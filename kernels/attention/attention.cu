@@ -8,7 +8,7 @@
 #include <sstream>
 #include <utility>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 #include "attention/attention_internal.h"
 #include "attention/hopper_rungs.h"
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 
 namespace kl {
 

@@ -6,7 +6,7 @@
 #pragma once
 #include <cuda_bf16.h>
 
-#include "common/check.h"
+#include "kl/check.h"
 #include "common/pdl.cuh"
 #include "common/softmax_online.cuh"
 

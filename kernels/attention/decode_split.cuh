@@ -39,10 +39,10 @@
 #include <cstdint>
 #include <utility>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 #include "attention/attention_internal.h"
-#include "common/check.h"
-#include "common/device.h"
+#include "kl/check.h"
+#include "kl/device.h"
 #include "common/mma.cuh"
 #include "common/pdl.cuh"
 #include "common/softmax_online.cuh"

@@ -30,9 +30,9 @@
 #pragma once
 #include <cuda_bf16.h>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 #include "attention/attention_internal.h"
-#include "common/check.h"
+#include "kl/check.h"
 #include "common/mma.cuh"
 #include "common/softmax_online.cuh"
 

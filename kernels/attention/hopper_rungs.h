@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 
 namespace kl {
 #define KL_ATTN_HOPPER_RUNG(fn)                                              \

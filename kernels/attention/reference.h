@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 
 namespace kl {
 

@@ -3,8 +3,8 @@
 #include <mutex>
 #include <tuple>
 
-#include "check.h"
-#include "device.h"
+#include "kl/check.h"
+#include "kl/device.h"
 
 namespace kl {
 

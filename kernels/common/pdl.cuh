@@ -13,7 +13,7 @@
 
 #include <utility>
 
-#include "common/check.h"
+#include "kl/check.h"
 
 namespace kl {
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "common/check.h"
+#include "kl/check.h"
 
 namespace kl {
 namespace {

@@ -24,7 +24,7 @@
 
 #include <cstdint>
 
-#include "dtype.h"
+#include "kl/dtype.h"
 
 namespace kl {
 

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <utility>
 
-#include "common/check.h"
-#include "gemm_bf16/gemm_bf16.h"
+#include "kl/check.h"
+#include "kl/gemm_bf16.h"
 #include "gemm_bf16/gemm_bf16_rungs.h"
 #include "gemm_bf16/hopper_gemm.cuh"
 

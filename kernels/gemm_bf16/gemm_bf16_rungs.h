@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 
 namespace kl::gemm_bf16_detail {
 

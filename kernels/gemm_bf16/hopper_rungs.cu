@@ -2,7 +2,7 @@
 // (10) to the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
 // number, name and one change are written here and nowhere else; the kernels live in NN_*.cu.
 // Which rung runs for which shape is the entry point's pick (gemm_bf16.cu), not the highest number.
-#include "gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& t) {

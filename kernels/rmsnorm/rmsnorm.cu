@@ -1,6 +1,6 @@
 // kernels/rmsnorm/rmsnorm.cu — the two rung tables (written once, here), argument checks, and the
 // entry points rmsnorm() / add_rmsnorm() that launch the best supported rung for the shape.
-#include "rmsnorm.h"
+#include "kl/rmsnorm.h"
 
 #include "rmsnorm_internal.h"
 

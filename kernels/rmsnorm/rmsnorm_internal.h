@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "rmsnorm.h"
+#include "kl/rmsnorm.h"
 
 namespace kl::rmsnorm_detail {
 

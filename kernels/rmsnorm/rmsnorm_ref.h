@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "common/dtype.h"
+#include "kl/dtype.h"
 
 namespace kl {
 

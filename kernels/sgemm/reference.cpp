@@ -1,6 +1,6 @@
 // kernels/sgemm/reference.cpp — CPU double references for the sgemm tests and the bench's check of
 // cuBLAS itself. Products of fp32 inputs are exact in double; the sum is double-rounded only.
-#include "sgemm.h"
+#include "kl/sgemm.h"
 
 namespace kl {
 

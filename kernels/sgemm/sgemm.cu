@@ -2,7 +2,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "sgemm.h"
+#include "kl/sgemm.h"
 #include "sgemm_internal.h"
 
 namespace kl {

@@ -1,6 +1,6 @@
 // kernels/softmax/softmax.cu — THE table of softmax rungs (number, name, the one change), the entry
 // point, argument checks and the CPU reference. Rung code lives in NN_*.cu.
-#include "softmax.h"
+#include "kl/softmax.h"
 
 #include <cmath>
 #include <limits>

@@ -20,7 +20,7 @@
 
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
-#include "softmax.h"
+#include "kl/softmax.h"
 
 namespace kl::softmax_detail {
 

@@ -1,6 +1,6 @@
 // kernels/swiglu/swiglu.cu — THE table of SwiGLU rungs (number, name, the one change), the entry
 // point, argument checks and the CPU reference. Rung code lives in NN_*.cu.
-#include "swiglu.h"
+#include "kl/swiglu.h"
 
 #include <cmath>
 #include <cstdint>

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/vec.cuh"
-#include "swiglu.h"
+#include "kl/swiglu.h"
 
 namespace kl::swiglu_detail {
 

@@ -1,4 +1,4 @@
-// kernels/common/registry.h — the one table of rungs per family that every tool reads.
+// include/kl/registry.h — the one table of rungs per family that every tool reads.
 //
 // Each family header declares `const std::vector<kl::Rung<Args>>& <family>_rungs();` The bench,
 // the tests, --list, the docs tables and the plot all take a rung's number, name and change from
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "check.h"
-#include "device.h"
+#include "kl/check.h"
+#include "kl/device.h"
 
 namespace kl {
 

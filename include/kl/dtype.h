@@ -1,6 +1,6 @@
-// kernels/common/dtype.h — the storage types a family can take, and host-side bf16 conversion.
+// include/kl/dtype.h — the storage types a family can take, and host-side bf16 conversion.
 //
-// Storage is fp32 or bf16; math is always fp32 (DESIGN.md). The host conversions round to nearest
+// Storage is fp32 or bf16; math is always fp32 (docs/design.md). The host conversions round to nearest
 // even exactly as __float2bfloat16_rn does, so CPU references see the same rounded inputs.
 #pragma once
 #include <cstdint>

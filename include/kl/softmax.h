@@ -1,4 +1,4 @@
-// kernels/softmax/softmax.h — the row-softmax family: arguments, rung table, entry point, CPU
+// include/kl/softmax.h — the row-softmax family: arguments, rung table, entry point, CPU
 // reference.
 //
 // y[r, :] = exp(x[r, :] - max_r) / sum(exp(x[r, :] - max_r)) over rows x cols (contiguous,
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/registry.h"
+#include "kl/dtype.h"
+#include "kl/registry.h"
 
 namespace kl {
 

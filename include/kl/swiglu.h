@@ -1,4 +1,4 @@
-// kernels/swiglu/swiglu.h — the SwiGLU family: arguments, rung table, entry point, CPU reference.
+// include/kl/swiglu.h — the SwiGLU family: arguments, rung table, entry point, CPU reference.
 //
 // y = silu(g) * u = g / (1 + exp(-g)) * u, elementwise over rows x cols (contiguous, row-major, so
 // the op is a flat stream of n = rows * cols elements). fp32 or bf16 storage, fp32 math.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/registry.h"
+#include "kl/dtype.h"
+#include "kl/registry.h"
 
 namespace kl {
 

@@ -1,4 +1,4 @@
-// kernels/sgemm/sgemm.h — the fp32 GEMM family: arguments, rung table, entry point, CPU reference.
+// include/kl/sgemm.h — the fp32 GEMM family: arguments, rung table, entry point, CPU reference.
 //
 // C[M,N] = A[M,K] * B[K,N], fp32 in / fp32 accumulate / fp32 out, all row-major and contiguous
 // (lda = K, ldb = N, ldc = N). The reference is cuBLAS SGEMM with TF32 off (bench/cublas_ref.h).
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/registry.h"
+#include "kl/registry.h"
 
 namespace kl {
 

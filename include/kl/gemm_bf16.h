@@ -1,4 +1,4 @@
-// kernels/gemm_bf16/gemm_bf16.h — the bf16 tensor-core GEMM family: arguments, rung table, entry.
+// include/kl/gemm_bf16.h — the bf16 tensor-core GEMM family: arguments, rung table, entry.
 //
 // C[M,N] = A[M,K] * W[N,K]^T — the nn.Linear layout (activations times weights stored out x in),
 // bf16 in, fp32 accumulate, bf16 out, all row-major and contiguous.
@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "common/registry.h"
+#include "kl/registry.h"
 
 namespace kl {
 

@@ -1,4 +1,4 @@
-// kernels/common/device.h — what a launcher needs to know about the card, queried once per device.
+// include/kl/device.h — what a launcher needs to know about the card, queried once per device.
 //
 // Launchers never hard-code the SM count, L2 size or shared-memory limit: they read DeviceInfo.
 // `supports()` checks receive it too, so "needs sm_90a" is a run-time answer, not a crash.

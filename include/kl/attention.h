@@ -1,4 +1,4 @@
-// kernels/attention/attention.h — fused attention: arguments, rung table, entry point.
+// include/kl/attention.h — fused attention: arguments, rung table, entry point.
 //
 // O = softmax(Q K^T * scale [+ causal mask]) V, bf16 Q/K/V/O in [B, H, S, D] (contiguous), fp32
 // accumulation. D in {64, 128}. Hq query heads share Hkv key/value heads (GQA: Hkv divides Hq;
@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "common/registry.h"
+#include "kl/registry.h"
 
 namespace kl {
 

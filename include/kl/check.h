@@ -1,4 +1,4 @@
-// kernels/common/check.h — error checking shared by every launcher, bench and test.
+// include/kl/check.h — error checking shared by every launcher, bench and test.
 //
 // KL_CHECK(call) turns a failed CUDA runtime call into a kl::CudaError (a std::runtime_error that
 // names the call, file and line). KL_CHECK_LAUNCH() does the same for the last launch.

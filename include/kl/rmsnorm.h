@@ -1,4 +1,4 @@
-// kernels/rmsnorm/rmsnorm.h — RMSNorm and fused residual-add + RMSNorm: arguments, rung tables,
+// include/kl/rmsnorm.h — RMSNorm and fused residual-add + RMSNorm: arguments, rung tables,
 // entry points.
 //
 //   rmsnorm:      y[i,:] = x[i,:] / sqrt(mean_j(x[i,j]^2) + eps) * w          (op "rmsnorm")
@@ -16,9 +16,9 @@
 
 #include <vector>
 
-#include "common/device.h"
-#include "common/dtype.h"
-#include "common/registry.h"
+#include "kl/device.h"
+#include "kl/dtype.h"
+#include "kl/registry.h"
 
 namespace kl {
 

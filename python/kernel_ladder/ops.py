@@ -1,0 +1,267 @@
+"""The entry points as torch.library custom ops (namespace `kernel_ladder`).
+
+Each public function checks its tensors (CUDA, dtype, contiguity, shapes) with a clear error, then
+calls the custom op, which calls the library on the current CUDA stream of the input's device. The
+library picks the rung and refuses what it cannot compute (alignment, sizes) with its own message,
+raised here as KernelLadderError. Every op has a fake (meta) implementation, so it traces under
+torch.compile, and none synchronizes or allocates outside PyTorch's caching allocator, so it can be
+captured in a CUDA graph.
+"""
+import torch
+
+from . import _lib
+from ._lib import KernelLadderError
+
+_DTYPES = {torch.float32: _lib.KL_F32, torch.bfloat16: _lib.KL_BF16}
+
+
+def _require(cond, msg):
+    if not cond:
+        raise KernelLadderError(msg)
+
+
+def _check_tensor(name, t, dtypes):
+    _require(isinstance(t, torch.Tensor), "%s must be a torch.Tensor, not %s" % (name, type(t).__name__))
+    _require(t.device.type in ("cuda", "meta"), "%s is on %s; kernel_ladder ops take CUDA tensors" % (name, t.device))
+    _require(t.dtype in dtypes, "%s has dtype %s; this op takes %s" % (
+        name, t.dtype, " or ".join(str(d) for d in dtypes)))
+    _require(t.is_contiguous(), "%s is not contiguous (strides %s); call .contiguous() first" % (name, tuple(t.stride())))
+
+
+def _same(names, *ts):
+    for t in ts[1:]:
+        _require(t.device == ts[0].device, "%s are on different devices (%s)" % (names, ", ".join(str(x.device) for x in ts)))
+        _require(t.dtype == ts[0].dtype, "%s have different dtypes (%s)" % (names, ", ".join(str(x.dtype) for x in ts)))
+
+
+def _rows_cols(x):
+    _require(x.dim() >= 1, "the input needs at least one dimension")
+    cols = x.shape[-1]
+    rows = x.numel() // cols if cols else 0
+    return rows, cols
+
+
+def _stream(t):
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _ptr(t):
+    return t.data_ptr()
+
+
+# ---- workspace: one buffer per (op, device, stream), grown (zeroed) when a shape needs more. The
+# kernels leave it ready for the next launch, so it is zeroed only when it is (re)allocated.
+_workspaces = {}
+
+
+def _workspace(op, device, nbytes):
+    if nbytes == 0:
+        return None
+    key = (op, device.index, torch.cuda.current_stream(device).cuda_stream)
+    ws = _workspaces.get(key)
+    if ws is None or ws.numel() < nbytes:
+        ws = torch.zeros(nbytes, dtype=torch.uint8, device=device)
+        _workspaces[key] = ws
+    return ws
+
+
+# ---- rmsnorm, add_rmsnorm
+
+def _check_rmsnorm(x, weight):
+    _check_tensor("x", x, _DTYPES)
+    _check_tensor("weight", weight, _DTYPES)
+    _same("x and weight", x, weight)
+    _require(weight.dim() == 1 and weight.shape[0] == x.shape[-1],
+             "weight has shape %s; it must be [%d] (the last dimension of x)" % (tuple(weight.shape), x.shape[-1]))
+
+
+@torch.library.custom_op("kernel_ladder::rmsnorm", mutates_args=())
+def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    _check_rmsnorm(x, weight)
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with torch.cuda.device(x.device):
+        _lib.check(_lib.lib().kl_rmsnorm(_ptr(x), _ptr(weight), _ptr(y), rows, cols, eps, _DTYPES[x.dtype], _stream(x)))
+    return y
+
+
+@_rmsnorm_op.register_fake
+def _(x, weight, eps):
+    _check_rmsnorm(x, weight)
+    return torch.empty_like(x)
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    """y = x / sqrt(mean(x^2, -1) + eps) * weight over the last dimension; f32 or bf16."""
+    _check_rmsnorm(x, weight)
+    return torch.ops.kernel_ladder.rmsnorm(x, weight, float(eps))
+
+
+@torch.library.custom_op("kernel_ladder::add_rmsnorm", mutates_args=("residual",))
+def _add_rmsnorm_op(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    _check_add_rmsnorm(residual, x, weight)
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with torch.cuda.device(x.device):
+        _lib.check(_lib.lib().kl_add_rmsnorm(_ptr(residual), _ptr(x), _ptr(weight), _ptr(y), rows, cols, eps,
+                                             _DTYPES[x.dtype], _stream(x)))
+    return y
+
+
+def _check_add_rmsnorm(residual, x, weight):
+    _check_rmsnorm(x, weight)
+    _check_tensor("residual", residual, _DTYPES)
+    _same("residual and x", residual, x)
+    _require(residual.shape == x.shape, "residual has shape %s and x %s; they must match" % (
+        tuple(residual.shape), tuple(x.shape)))
+
+
+@_add_rmsnorm_op.register_fake
+def _(residual, x, weight, eps):
+    _check_add_rmsnorm(residual, x, weight)
+    return torch.empty_like(x)
+
+
+def add_rmsnorm(residual, x, weight, eps=1e-6):
+    """residual += x (in place, rounded to its dtype); returns rmsnorm(residual, weight, eps)."""
+    _check_add_rmsnorm(residual, x, weight)
+    return torch.ops.kernel_ladder.add_rmsnorm(residual, x, weight, float(eps))
+
+
+# ---- swiglu, softmax
+
+def _check_swiglu(gate, up):
+    _check_tensor("gate", gate, _DTYPES)
+    _check_tensor("up", up, _DTYPES)
+    _same("gate and up", gate, up)
+    _require(gate.shape == up.shape, "gate has shape %s and up %s; they must match" % (
+        tuple(gate.shape), tuple(up.shape)))
+
+
+@torch.library.custom_op("kernel_ladder::swiglu", mutates_args=())
+def _swiglu_op(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    _check_swiglu(gate, up)
+    y = torch.empty_like(gate)
+    rows, cols = _rows_cols(gate)
+    with torch.cuda.device(gate.device):
+        _lib.check(_lib.lib().kl_swiglu(_ptr(gate), _ptr(up), _ptr(y), rows, cols, _DTYPES[gate.dtype], _stream(gate)))
+    return y
+
+
+@_swiglu_op.register_fake
+def _(gate, up):
+    _check_swiglu(gate, up)
+    return torch.empty_like(gate)
+
+
+def swiglu(gate, up):
+    """silu(gate) * up, elementwise; f32 or bf16."""
+    _check_swiglu(gate, up)
+    return torch.ops.kernel_ladder.swiglu(gate, up)
+
+
+@torch.library.custom_op("kernel_ladder::softmax", mutates_args=())
+def _softmax_op(x: torch.Tensor) -> torch.Tensor:
+    _check_tensor("x", x, _DTYPES)
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with torch.cuda.device(x.device):
+        _lib.check(_lib.lib().kl_softmax(_ptr(x), _ptr(y), rows, cols, _DTYPES[x.dtype], _stream(x)))
+    return y
+
+
+@_softmax_op.register_fake
+def _(x):
+    _check_tensor("x", x, _DTYPES)
+    return torch.empty_like(x)
+
+
+def softmax(x):
+    """Softmax over the last dimension; f32 or bf16."""
+    _check_tensor("x", x, _DTYPES)
+    return torch.ops.kernel_ladder.softmax(x)
+
+
+# ---- linear: y = x @ weight.T (bf16, the nn.Linear layout)
+
+_BF16 = {torch.bfloat16: _lib.KL_BF16}
+
+
+def _check_linear(x, weight):
+    _check_tensor("x", x, _BF16)
+    _check_tensor("weight", weight, _BF16)
+    _same("x and weight", x, weight)
+    _require(weight.dim() == 2 and x.dim() >= 1 and weight.shape[1] == x.shape[-1],
+             "weight has shape %s and x %s; weight must be [out_features, %d]" % (
+                 tuple(weight.shape), tuple(x.shape), x.shape[-1] if x.dim() else 0))
+
+
+@torch.library.custom_op("kernel_ladder::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    _check_linear(x, weight)
+    M, K = _rows_cols(x)
+    N = weight.shape[0]
+    y = torch.empty(tuple(x.shape[:-1]) + (N,), dtype=x.dtype, device=x.device)
+    with torch.cuda.device(x.device):
+        L = _lib.lib()
+        nbytes = _lib.workspace_bytes(L.kl_linear_bf16_workspace_bytes, M, N, K)
+        ws = _workspace("linear", x.device, nbytes)
+        _lib.check(L.kl_linear_bf16(_ptr(x), _ptr(weight), _ptr(y), M, N, K, ws.data_ptr() if ws is not None else None,
+                                    nbytes, _stream(x)))
+    return y
+
+
+@_linear_op.register_fake
+def _(x, weight):
+    _check_linear(x, weight)
+    return x.new_empty(tuple(x.shape[:-1]) + (weight.shape[0],))
+
+
+def linear(x, weight):
+    """x @ weight.T for bf16 x [..., K] and weight [N, K] (fp32 accumulation, no bias)."""
+    _check_linear(x, weight)
+    return torch.ops.kernel_ladder.linear(x, weight)
+
+
+# ---- attention: softmax(q k^T * scale [+ causal]) v, bf16 [B, H, S, D]
+
+def _check_attention(q, k, v):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_tensor(name, t, _BF16)
+        _require(t.dim() == 4, "%s has shape %s; attention takes [batch, heads, seq, head_dim]" % (name, tuple(t.shape)))
+    _same("q, k and v", q, k, v)
+    _require(k.shape == v.shape, "k has shape %s and v %s; they must match" % (tuple(k.shape), tuple(v.shape)))
+    _require(q.shape[0] == k.shape[0] and q.shape[3] == k.shape[3],
+             "q %s and k %s differ in batch or head_dim" % (tuple(q.shape), tuple(k.shape)))
+
+
+@torch.library.custom_op("kernel_ladder::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float) -> torch.Tensor:
+    _check_attention(q, k, v)
+    B, Hq, Sq, D = q.shape
+    Hkv, Skv = k.shape[1], k.shape[2]
+    o = torch.empty_like(q)
+    with torch.cuda.device(q.device):
+        L = _lib.lib()
+        nbytes = _lib.workspace_bytes(L.kl_attention_workspace_bytes, B, Hq, Hkv, Sq, Skv, D, int(causal))
+        ws = _workspace("attention", q.device, nbytes)
+        _lib.check(L.kl_attention(_ptr(q), _ptr(k), _ptr(v), _ptr(o), B, Hq, Hkv, Sq, Skv, D, int(causal), scale,
+                                  ws.data_ptr() if ws is not None else None, nbytes, _stream(q)))
+    return o
+
+
+@_attention_op.register_fake
+def _(q, k, v, causal, scale):
+    _check_attention(q, k, v)
+    return torch.empty_like(q)
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """softmax(q k^T * scale [+ causal mask]) v for bf16 q [B, Hq, Sq, D], k and v [B, Hkv, Skv, D].
+
+    D is 64 or 128; Hkv divides Hq (grouped-query attention); Sq <= Skv, and with causal the
+    diagonal is aligned to the end (query i sees keys j <= i + Skv - Sq), so Sq = 1 is decode.
+    scale defaults to 1/sqrt(D).
+    """
+    _check_attention(q, k, v)
+    return torch.ops.kernel_ladder.attention(q, k, v, bool(causal), 0.0 if scale is None else float(scale))
