@@ -22,7 +22,7 @@ namespace hattn {
 // Rung 07's configuration plus the persistent, heaviest-first item loop.
 template <int D>
 struct HeaviestFirst : Pingpong<D> {
-  static constexpr bool persistent = true;
+  using Scheduler = HeaviestFirstScheduler;
 };
 }  // namespace hattn
 }  // namespace kl

@@ -38,6 +38,7 @@
 #include "attention/hopper_fa_config.cuh"
 #include "attention/hopper_fa_epilogue.cuh"
 #include "attention/hopper_fa_mainloop.cuh"
+#include "attention/hopper_fa_scheduler.cuh"
 #include "attention/hopper_fa_softmax.cuh"
 #include "common/tma.h"
 
@@ -58,29 +59,8 @@ struct Defaults {
   static constexpr bool producer_warpgroup = false;  // a TMA producer warpgroup + setmaxnreg
   static constexpr bool intra_wg_overlap = false;  // S(t+1) = QK^T issued before P(t)V(t) retires
   static constexpr bool pingpong = false;          // the 2 consumer WGs take turns issuing wgmma
-  static constexpr bool persistent = false;        // one CTA per SM, items from a counter, LPT
-  static constexpr int l2_group_mb = 8;            // persistent order: a head group's K/V fit here
+  using Scheduler = BlockOrderScheduler;           // which items a CTA takes (scheduler.cuh)
 };
-
-// Persistent order (kPersistent): work item w -> (bh, m tile). Heads go in groups of p.hgroup
-// (their K/V fit in l2_group_mb of L2); inside a group the heaviest row tiles of every head come first
-// (causal: m descending; heads fastest), so the greedy tile counter is longest-processing-time
-// first and the light tiles fill the tail.
-__device__ __forceinline__ void persistent_item(const Params& p, int w, int& bh, int& m_blk) {
-  const int per_group = p.hgroup * p.m_tiles;
-  const int g = w / per_group;
-  const int r = w - g * per_group;
-  const int hg = min(p.hgroup, p.BH - g * p.hgroup);  // the last group may be smaller
-  const int level = r / hg;
-  bh = g * p.hgroup + (r - level * hg);
-  m_blk = p.causal ? p.m_tiles - 1 - level : level;
-}
-
-// Tile counter of the persistent rungs: [0] next ticket (after the first gridDim.x, which are
-// blockIdx.x), [1] CTAs done. The last CTA to finish resets both, so every launch starts at 0.
-// One counter per translation unit (rung file): two launches of the same rung must not run
-// concurrently on different streams (the bench and tests use one stream).
-static __device__ int g_fa_tile_ctr[2];
 
 template <class Choices>
 __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
@@ -91,6 +71,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   using Mma = TileMma<C>;
   using Loads = KvLoads<C>;
   using Epilogue = OutputEpilogue<C::D>;
+  using Scheduler = typename C::Scheduler;
   extern __shared__ uint8_t smem_raw[];
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
@@ -110,6 +91,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   uint64_t* v_empty = bars + 1 + 3 * C::kStages;
   uint64_t* q_empty = bars + 1 + 4 * C::kStages;  // persistent: Q of the current item consumed
   volatile int* item_slot = reinterpret_cast<volatile int*>(bars + 2 + 4 * C::kStages);
+  const Scheduler sched{q_full, q_empty, item_slot};
 
   if (threadIdx.x == 0) {
     mbar_init(q_full, 1);
@@ -124,8 +106,6 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   }
   __syncthreads();
 
-  // Non-persistent grid (m tiles, B*Hkv): m varies fastest, so the CTAs resident at one
-  // time share the K/V of a few heads in L2.
   const int wg = threadIdx.x / 128;
   if constexpr (C::kWS) {
     if (wg == 0) {
@@ -138,20 +118,10 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
         int w = blockIdx.x;
         while (true) {
           int bh, m_blk;
-          if constexpr (C::kPersistent) {
-            if (w >= p.work) break;
-            persistent_item(p, w, bh, m_blk);
-          } else {
-            bh = blockIdx.y, m_blk = blockIdx.x;
-          }
+          if (!sched.producer_item(p, w, bh, m_blk)) break;
           const TileRange tr = tile_range<C>(p, m_blk);
           if (tr.n > 0) {  // (always: every row sees key 0)
-            if constexpr (C::kPersistent) {
-              // sQ and the item slot are reused: wait until every consumer warp has retired its
-              // last S = QK^T of the previous item (it has read the slot long before).
-              if (items > 0) mbar_wait_watchdog(q_empty, (items - 1) & 1);
-              *item_slot = w;  // published by the arrive (release) below
-            }
+            sched.publish(items, w);
             mbar_arrive_expect_tx(q_full, C::kQBytes);
             for (int pn = 0; pn < C::kPanels; ++pn)
               tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, tr.m0, bh);
@@ -169,18 +139,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
             }
             ++items;
           }
-          if constexpr (!C::kPersistent) break;
-          w = int(gridDim.x) + atomicAdd(&g_fa_tile_ctr[0], 1);
+          if (!sched.next(w)) break;
         }
-        if constexpr (C::kPersistent) {
-          if (items > 0) mbar_wait_watchdog(q_empty, (items - 1) & 1);
-          *item_slot = -1;  // end of work: completes q_full's next phase without a transaction
-          mbar_arrive(q_full);
-          if (atomicAdd(&g_fa_tile_ctr[1], 1) == int(gridDim.x) - 1) {  // last CTA: reset
-            atomicExch(&g_fa_tile_ctr[0], 0);
-            atomicExch(&g_fa_tile_ctr[1], 0);
-          }
-        }
+        sched.producer_done(items);
       }
       return;
     }
@@ -200,22 +161,10 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
 
   while (true) {
     int bh, m_blk;
-    if constexpr (C::kPersistent) {
-      mbar_wait(q_full, items & 1);
-      // The item comes from shared memory, so ptxas treated it, n and the ring position `it` (n
-      // summed over items) as per-thread values and ran the loop's stage arithmetic and K/V wgmma
-      // descriptors in vector registers: 64-bit adds and an R2UR pair before every HGMMA, more
-      // SASS instructions per KV tile than rung 07's loop. redux.sync writes a uniform register
-      // (the values are warp-uniform anyway): no R2UR.
-      const int w = __reduce_max_sync(0xffffffffu, *item_slot);
-      if (w < 0) break;
-      persistent_item(p, w, bh, m_blk);
-    } else {
-      bh = blockIdx.y, m_blk = blockIdx.x;
-    }
+    if (!sched.consumer_item(p, items, bh, m_blk)) break;
     const TileRange tr = tile_range<C>(p, m_blk);
     const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
-    if constexpr (C::kPersistent) it = int(__reduce_max_sync(0xffffffffu, unsigned(it)));  // see w
+    it = sched.ring_position(it);
 
     // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before
     // each batch of wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads:
@@ -264,7 +213,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     }
 
     if (n > 0) {
-      if constexpr (!C::kPersistent) mbar_wait(q_full, 0);
+      sched.wait_q();
       if constexpr (!C::kOverlap) {
         for (int i = 0; i < n; ++i) {
           const int stage = (it + i) % C::kStages;
@@ -300,13 +249,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
               Loads::kv(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
           }
         }
-        if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
-          // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each
-          // thread read *item_slot, and its own arrive orders that read before the producer's
-          // next write of the slot. (The one-lane form is ordered too, through __syncwarp and
-          // cumulativity, but compute-sanitizer racecheck reported it as a hazard.)
-          mbar_arrive(q_empty);
-        }
+        sched.release_q();  // every S of this item retired: sQ may be refilled
       } else {
         // Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is
         // queued behind it; the softmax of S(i) then overlaps the P(i-1)V(i-1) wgmma.
@@ -363,13 +306,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
           Softmax::rescale_o(o, alpha);
           Mma::pack_p(s, pf);
         }
-        if constexpr (C::kPersistent) {  // every S of this item retired: sQ may be refilled
-          // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each
-          // thread read *item_slot, and its own arrive orders that read before the producer's
-          // next write of the slot. (The one-lane form is ordered too, through __syncwarp and
-          // cumulativity, but compute-sanitizer racecheck reported it as a hazard.)
-          mbar_arrive(q_empty);
-        }
+        sched.release_q();  // every S of this item retired: sQ may be refilled
         const int lstage = (it + n - 1) % C::kStages;
         mbar_wait(&v_full[lstage], ((it + n - 1) / C::kStages) & 1);
         pp_begin();
@@ -389,7 +326,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     Epilogue::store(p, o, l_run, grow, bh, lane);
     it += n;
     ++items;
-    if constexpr (!C::kPersistent) break;
+    if constexpr (!Scheduler::kPersistent) break;
   }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
@@ -438,16 +375,7 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
   attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes);
-  dim3 grid(p.m_tiles, p.BH, 1);
-  if constexpr (C::kPersistent) {
-    // One CTA per SM (the shared memory allows no second one); items m_tiles * BH, heads grouped
-    // so that a group's K and V (Skv * D * 2 B * 2) fit in kL2MB MB of L2.
-    p.work = p.m_tiles * p.BH;
-    const long long kv_head_bytes = (long long)a.Skv * C::D * 4;
-    p.hgroup = int(std::max<long long>(
-        1, std::min<long long>(p.BH, ((long long)C::kL2MB << 20) / kv_head_bytes)));
-    grid = dim3(std::min(p.work, dev.sms), 1, 1);
-  }
+  const dim3 grid = C::Scheduler::grid(p, (long long)a.Skv * C::D * 4, dev.sms);
   flash_attention_kernel<Choices><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();
 }

@@ -10,7 +10,6 @@ namespace hattn {
 // The kernel's compile-time shape, derived from a rung's choices.
 template <class Choices>
 struct Cfg {
-  static constexpr int kL2MB = Choices::l2_group_mb;
   static constexpr int D = Choices::head_dim;
   static constexpr int kConsumers = Choices::consumer_warpgroups;
   static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
@@ -19,7 +18,8 @@ struct Cfg {
   static constexpr bool kWS = Choices::producer_warpgroup;
   static constexpr bool kOverlap = Choices::intra_wg_overlap;
   static constexpr bool kPingPong = Choices::pingpong;
-  static constexpr bool kPersistent = Choices::persistent;
+  using Scheduler = typename Choices::Scheduler;
+  static constexpr bool kPersistent = Scheduler::kPersistent;
   static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
   static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
   static constexpr int kQBytes = BM * D * 2;
