@@ -111,7 +111,7 @@ def main(build):
             r"cp_async_pipeline)_kernel\(|(mma_sync|stream_k)_gemm_kernel<)", 10, "gemm_bf16 part 1", need=("HMMA",))
     # The 128x256 tile of rungs 03/04 (255 registers, InteriorCopies' pointers among them): no spill.
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::(mma_sync|stream_k)_gemm_kernel<"
-            r"kl::gemm_bf16_detail::MmaCfg<128, 256, 2, 4, 4, 1>",
+            r"kl::gemm_bf16_detail::MmaCfg<kl::gemm_bf16_detail::Tile128x256>",
          2, "gemm_bf16 rungs 03/04, 128x256 tile", need=("HMMA",), forbid=("STL",))
 
     a = found["bench_attention"]

@@ -10,16 +10,16 @@
 //   the consumers on the LSU while the tensor cores idled; now tile i's store overlaps tile i+1.
 // Limits: the 64 KB C staging leaves room for 3 stages (3 x 48 KB + 64 KB = 208 KB), and with
 //   2 stages held by the consumers only one load is in flight (rung 12). Code: tma_store_gemm.cuh
-//   with STAGES = 3 and one 64x256 epilogue pass (it also launches programmatic-dependent).
+//   with ThreeStages (3 stages, one 64x256 epilogue pass); it also launches programmatic-dependent.
 #include "gemm_bf16/tma_store_gemm.cuh"
 
 namespace kl {
 namespace hopper_gemm {
 
 std::string gemm_bf16_tma_store_epilogue_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_store::tma_store_gemm_supports<3, 1>(a, d);
+  return tma_store::tma_store_gemm_supports<ThreeStages>(a, d);
 }
-void gemm_bf16_tma_store_epilogue_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<3, 1>(a, s); }
+void gemm_bf16_tma_store_epilogue_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<ThreeStages>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

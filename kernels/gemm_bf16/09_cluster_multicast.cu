@@ -11,16 +11,16 @@
 //   drops from 48 KB to 32 KB.
 // Limits: a slot is free only when both CTAs released it, and with 3 stages that refill chain
 //   outgrows a k-block of math (rung 13). A peer's multicast bytes may land before the local
-//   expect_tx (transiently negative tx count, allowed). Code: cluster_gemm.cuh, STAGES = 3.
+//   expect_tx (transiently negative tx count, allowed). Code: cluster_gemm.cuh with ThreeStages.
 #include "gemm_bf16/cluster_gemm.cuh"
 
 namespace kl {
 namespace hopper_gemm {
 
 std::string gemm_bf16_cluster_multicast_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  return cluster::cluster_gemm_supports<3, 1>(a, d);
+  return cluster::cluster_gemm_supports<ThreeStages>(a, d);
 }
-void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<3, 1>(a, s); }
+void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<ThreeStages>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

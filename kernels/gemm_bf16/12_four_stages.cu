@@ -2,7 +2,7 @@
 // warpgroup's output at a time so the fourth 48 KB stage fits.
 //
 // Parent: 08 tma_store_epilogue.
-// Change: STAGES 3 -> 4. 4 x 48 KB leaves 32 KB for C staging, so each consumer warpgroup owns two
+// Change: ThreeStages -> FourStages (hopper_gemm.cuh). 4 x 48 KB leaves 32 KB for C staging, so each consumer warpgroup owns two
 //   64x64 swizzled boxes and writes its 64x256 block in four 64x64 passes, the boxes used in turn:
 //   a pass waits (wait_group.read 1) only for the store of two passes back, and one pass's stmatrix
 //   overlaps the previous pass's TMA read. A CTA exits once its last stores have read smem.
@@ -18,9 +18,9 @@ namespace kl {
 namespace hopper_gemm {
 
 std::string gemm_bf16_four_stages_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_store::tma_store_gemm_supports<4, 4>(a, d);
+  return tma_store::tma_store_gemm_supports<FourStages>(a, d);
 }
-void gemm_bf16_four_stages_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<4, 4>(a, s); }
+void gemm_bf16_four_stages_launch(const GemmBf16Args& a, cudaStream_t s) { tma_store::tma_store_gemm_launch<FourStages>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

@@ -8,16 +8,16 @@
 // Why: with wgmma_wait<1> the consumers hold two stages, so 09's 3-stage ring left one load in
 //   flight behind a two-CTA release chain; with 4 stages two loads are in flight.
 // Limits: as rung 12, 230,464 B of shared memory; the pair must stay in lock-step. Code:
-//   cluster_gemm.cuh (rung 09's kernel) with STAGES = 4 and four epilogue passes.
+//   cluster_gemm.cuh (rung 09's kernel) with FourStages (4 stages, four epilogue passes).
 #include "gemm_bf16/cluster_gemm.cuh"
 
 namespace kl {
 namespace hopper_gemm {
 
 std::string gemm_bf16_cluster_multicast_4stage_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  return cluster::cluster_gemm_supports<4, 4>(a, d);
+  return cluster::cluster_gemm_supports<FourStages>(a, d);
 }
-void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<4, 4>(a, s); }
+void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<FourStages>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

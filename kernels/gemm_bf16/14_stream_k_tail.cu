@@ -25,12 +25,13 @@ namespace kl {
 namespace hopper_gemm {
 namespace {
 
-constexpr int BM = 128, BN = 256, BK = kBK, STAGES = 4, THREADS = 384, GROUP = 8;
+using Ring = FourStages;  // rung 12's ring and epilogue (hopper_gemm.cuh)
+constexpr int BM = 128, BN = 256, BK = kBK, STAGES = Ring::kStages, THREADS = 384, GROUP = 8;
 constexpr int CONSUMER_WARPS = 8, CONSUMERS = 32 * CONSUMER_WARPS;  // 256 consumer threads
 constexpr int A_BYTES = BM * BK * 2;  // 16 KB
 constexpr int B_BYTES = BN * BK * 2;  // 32 KB
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-constexpr int C_BYTES = epilogue_boxes<4>() * kCSub;  // two 64 x 64 boxes used in turn (rung 12)
+constexpr int C_BYTES = epilogue_boxes<Ring::kEpiloguePasses>() * kCSub;  // two 64 x 64 boxes used in turn
 constexpr size_t SMEM = 1024 + STAGES * STAGE_BYTES + 2 * C_BYTES + 2 * STAGES * 8;
 constexpr int VEC = BN / 2 / 4;       // float4s of accumulators per consumer thread (32)
 constexpr int FIX_BATCH = 16;         // partial float4 loads in flight per thread in the fixup
@@ -195,7 +196,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
 
       // ---- epilogue (rung 12's): four passes of 64 x 64, stmatrix -> swizzled smem -> TMA store.
-      tma_store_epilogue<4>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+      tma_store_epilogue<Ring::kEpiloguePasses>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
     }
     if (pending) raise_flag(s, ct);      // the CTA's only segment was a peer piece
     // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)

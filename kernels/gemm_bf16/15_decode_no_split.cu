@@ -24,13 +24,13 @@ namespace {
 // 11008: 126 of 88; forced 32-row strips at N = 11008: 344 CTAs, three per SM). Past one wave
 // (N > 132 x 128), the ring for as many CTAs per SM as really fit. Two W boxes go out before the
 // PDL wait (rung 11's choice at M > 16).
-Cfg15 plan(int M, int N, int bn, int cl, bool splitm) {
+WholeKConfig plan(int M, int N, int bn, int cl, bool splitm) {
   auto make = [&](int cps) { return make_cfg(M, N, bn, cl, cps, 2, splitm); };
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = make(cps);
-    if (c.grid * c.mtiles <= resident<true>(c)) return c;
+    const WholeKConfig c = make(cps);
+    if (c.grid * c.mtiles <= resident<KernelSet::kDecode>(c)) return c;
   }
-  return waves_cfg<true>(make, MAX_CPS);
+  return waves_cfg<KernelSet::kDecode>(make, MAX_CPS);
 }
 
 // The strip width the rung runs: the narrowest multiple of 8 (from 32) whose strips fit one per SM
@@ -46,13 +46,13 @@ int strip_of(int N) {
   return 128;
 }
 
-Cfg15 choose(int M, int N, int bn, int cl, bool splitm = false) {
-  static PlanCache<std::tuple<int, int, int, int, int, bool>, Cfg15> cache;
+WholeKConfig choose(int M, int N, int bn, int cl, bool splitm = false) {
+  static PlanCache<std::tuple<int, int, int, int, int, bool>, WholeKConfig> cache;
   const int mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
   return cache.get(std::make_tuple(device_info().id, mp, N, bn, cl, splitm),
                    [&] { return plan(M, N, bn, cl, splitm); });
 }
-Cfg15 choose(int M, int N) { return choose(M, N, strip_of(N), 1); }
+WholeKConfig choose(int M, int N) { return choose(M, N, strip_of(N), 1); }
 
 }  // namespace
 
@@ -63,38 +63,40 @@ std::string gemm_bf16_decode_no_split_supports(const GemmBf16Args& a, const Devi
   return "";
 }
 
-void gemm_bf16_decode_no_split_launch(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<true>(a, choose(a.M, a.N), s); }
+void gemm_bf16_decode_no_split_launch(const GemmBf16Args& a, cudaStream_t s) {
+  launch_cfg<KernelSet::kDecode>(a, choose(a.M, a.N), s);
+}
 
 void gemm_bf16_decode_no_split_launch_forced(const GemmBf16Args& a, int cps, int wpre, cudaStream_t s) {
-  launch_cfg<true>(a, make_cfg(a.M, a.N, strip_of(a.N), 1, cps, wpre), s);
+  launch_cfg<KernelSet::kDecode>(a, make_cfg(a.M, a.N, strip_of(a.N), 1, cps, wpre), s);
 }
 
 void gemm_bf16_decode_no_split_launch_strip(const GemmBf16Args& a, int bn, int cl, bool splitm, cudaStream_t s) {
   KL_REQUIRE(bn % 8 == 0 && bn >= 32 && bn <= 128, "rung 15: strip of " << bn << " rows");
   KL_REQUIRE(cl == 1 || cl == 2 || cl == 4, "rung 15: cluster of " << cl);
   KL_REQUIRE(!splitm || cl == 2, "rung 15: split-M runs in pairs");
-  launch_cfg<true>(a, choose(a.M, a.N, bn, cl, splitm), s);
+  launch_cfg<KernelSet::kDecode>(a, choose(a.M, a.N, bn, cl, splitm), s);
 }
 
 void gemm_bf16_decode_no_split_launch_variant(const GemmBf16Args& a, int which, cudaStream_t s) {
   switch (which) {
     case 1: return gemm_bf16_decode_no_split_launch_strip(a, 32, 2, false, s);  // multicast pairs
     case 2: {                                      // one producer lane
-      Cfg15 c = choose(a.M, a.N, 32, 1);
+      WholeKConfig c = choose(a.M, a.N, 32, 1);
       c.lanes = 1;
-      return launch_cfg<true>(a, c, s);
+      return launch_cfg<KernelSet::kDecode>(a, c, s);
     }
     case 3: {  // the plan with its ring cut to a multiple of 4
-      Cfg15 c = choose(a.M, a.N);
+      WholeKConfig c = choose(a.M, a.N);
       c.stages = c.stages / 4 * 4;
-      return launch_cfg<true>(a, c, s);
+      return launch_cfg<KernelSet::kDecode>(a, c, s);
     }
     default: throw BadArgument("rung 15: no variant " + std::to_string(which));
   }
 }
 
 std::string gemm_bf16_decode_no_split_describe(int M, int N) {
-  const Cfg15 c = choose(M, N);
+  const WholeKConfig c = choose(M, N);
   return "MP=" + std::to_string(c.mp) + " BN=" + std::to_string(c.bn) + " CL=" + std::to_string(c.cl) + " CTAs/SM=" +
          std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " wpre=" +
          std::to_string(c.wpre) + " grid=" + std::to_string(c.grid) + " smem=" + std::to_string(c.smem);

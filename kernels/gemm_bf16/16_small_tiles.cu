@@ -26,28 +26,28 @@ int strip_of_16(int M, int N) {
 }
 // pairs (tests only): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
 // each loading half of every W box and multicasting it (W crosses from L2 once per pair).
-Cfg15 cfg_16(int M, int N, int bn, int cps, bool pairs) {
+WholeKConfig cfg_16(int M, int N, int bn, int cps, bool pairs) {
   if (pairs) bn = std::min(128, ceil_div(bn, 32) * 32);  // W halves of whole swizzle atoms
   // wpre = 0: nothing is read before griddepcontrol.wait, so rung 16 keeps the entry point's
   // general stream contract (gemm_bf16.h: W may be the previous kernel's output at M > 64).
-  Cfg15 c = make_cfg(64, N, bn, 1, cps, 0);
+  WholeKConfig c = make_cfg(64, N, bn, 1, cps, 0);
   c.mtiles = ceil_div(M, 64);
   if (pairs) c.splitm = true, c.cl = 2, c.grid *= 2, c.mtiles = ceil_div(c.mtiles, 2);
   return c;
 }
-Cfg15 plan_16(int M, int N, bool pairs) {
+WholeKConfig plan_16(int M, int N, bool pairs) {
   const int bn = strip_of_16(M, N);
   auto make = [&](int cps) { return cfg_16(M, N, bn, cps, pairs); };
   for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const Cfg15 c = make(cps);
-    if (c.grid * c.mtiles <= resident<false>(c)) return c;
+    const WholeKConfig c = make(cps);
+    if (c.grid * c.mtiles <= resident<KernelSet::kSmallTiles>(c)) return c;
   }
   // More tiles than one wave holds: the ring for as many CTAs per SM as really fit (128-row
   // strips: one, 146 registers).
-  return waves_cfg<false>(make, MAX_CPS);
+  return waves_cfg<KernelSet::kSmallTiles>(make, MAX_CPS);
 }
-Cfg15 choose_16(int M, int N, bool pairs = false) {
-  static PlanCache<std::tuple<int, int, int, bool>, Cfg15> cache;
+WholeKConfig choose_16(int M, int N, bool pairs = false) {
+  static PlanCache<std::tuple<int, int, int, bool>, WholeKConfig> cache;
   return cache.get(std::make_tuple(device_info().id, M, N, pairs), [&] { return plan_16(M, N, pairs); });
 }
 }  // namespace
@@ -60,11 +60,15 @@ std::string gemm_bf16_small_tiles_supports(const GemmBf16Args& a, const DeviceIn
   return "";
 }
 
-void gemm_bf16_small_tiles_launch(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N), s); }
-void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s) { launch_cfg<false>(a, choose_16(a.M, a.N, true), s); }
+void gemm_bf16_small_tiles_launch(const GemmBf16Args& a, cudaStream_t s) {
+  launch_cfg<KernelSet::kSmallTiles>(a, choose_16(a.M, a.N), s);
+}
+void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s) {
+  launch_cfg<KernelSet::kSmallTiles>(a, choose_16(a.M, a.N, true), s);
+}
 
 std::string gemm_bf16_small_tiles_describe(int M, int N) {
-  const Cfg15 c = choose_16(M, N);
+  const WholeKConfig c = choose_16(M, N);
   return "BN=" + std::to_string(c.bn) + " tiles=" + std::to_string(c.grid) + "x" + std::to_string(c.mtiles) +
          " CTAs/SM=" + std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " smem=" + std::to_string(c.smem);
 }

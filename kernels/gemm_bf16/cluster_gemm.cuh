@@ -1,8 +1,8 @@
 // kernels/gemm_bf16/cluster_gemm.cuh — family-private: the persistent 2x1-cluster kernel with TMA
-// multicast of W, of rungs 09 (STAGES = 3, one 64 x 256 epilogue pass) and 13 (STAGES = 4, four
-// 64 x 64 passes). The rung files say what each configuration changes (rung 09's header: the
-// multicast, the cluster-wide empty barriers, the expect-tx ordering); this is the code they
-// share. The tile, roles and epilogue are those of tma_store_gemm.cuh.
+// multicast of W, of rungs 09 (ThreeStages: 3 stages, one 64 x 256 epilogue pass) and 13
+// (FourStages: 4 stages, four 64 x 64 passes). The rung files say what each configuration changes
+// (rung 09's header: the multicast, the cluster-wide empty barriers, the expect-tx ordering); this
+// is the code they share. The tile, roles and epilogue are those of tma_store_gemm.cuh.
 #pragma once
 
 #include "gemm_bf16/hopper_gemm.cuh"
@@ -22,19 +22,21 @@ static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer w
 static_assert(B_HALF % 1024 == 0, "W halves stay 1024-aligned for the swizzle atoms");
 
 // Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
-template <int PASSES>
-constexpr int c_bytes() { return epilogue_boxes<PASSES>() * kCSub; }
-template <int STAGES, int PASSES>
+// Ring: ThreeStages or FourStages (hopper_gemm.cuh).
+template <class Ring>
+constexpr int c_bytes() { return epilogue_boxes<Ring::kEpiloguePasses>() * kCSub; }
+template <class Ring>
 constexpr size_t smem_bytes() {
-  return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
+  return 1024 + Ring::kStages * STAGE_BYTES + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
     cluster_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                         const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int C_BYTES = c_bytes<PASSES>();
+  constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses;
+  constexpr int C_BYTES = c_bytes<Ring>();
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
   uint8_t* sA = smem;
@@ -114,30 +116,30 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 // How many 2-CTA clusters fit on the device at once (GPCs with an odd SM count leave SMs idle, so
 // this can be below #SMs / 2); a persistent grid larger than this would run a second, mostly
 // empty wave. Queried once per device (no API call on later launches: graph-capturable).
-template <int STAGES, int PASSES>
+template <class Ring>
 int max_active_clusters() {
-  return resident_clusters(reinterpret_cast<const void*>(&cluster_gemm_kernel<STAGES, PASSES>), CLUSTER, THREADS,
-                           smem_bytes<STAGES, PASSES>());
+  return resident_clusters(reinterpret_cast<const void*>(&cluster_gemm_kernel<Ring>), CLUSTER, THREADS,
+                           smem_bytes<Ring>());
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 std::string cluster_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  static_assert(smem_bytes<STAGES, PASSES>() <= 227 * 1024, "fits the sm_90 opt-in limit");
-  return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
+  static_assert(smem_bytes<Ring>() <= 227 * 1024, "fits the sm_90 opt-in limit");
+  return tma_gemm_supports(a, d, smem_bytes<Ring>());
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 void cluster_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
-  constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
+  constexpr size_t SMEM = smem_bytes<Ring>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN / CLUSTER);  // each CTA loads one half
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&cluster_gemm_kernel<STAGES, PASSES>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&cluster_gemm_kernel<Ring>), SMEM);
   const int units = ceil_div(ceil_div(a.M, BM), CLUSTER) * ceil_div(a.N, BN);
-  const int max_clusters = max_active_clusters<STAGES, PASSES>();  // persistent: co-resident
+  const int max_clusters = max_active_clusters<Ring>();  // persistent: co-resident
   const int grid = CLUSTER * (units < max_clusters ? units : max_clusters);
-  cluster_gemm_kernel<STAGES, PASSES><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
+  cluster_gemm_kernel<Ring><<<grid, THREADS, SMEM, s>>>(tA, tW, tC, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 

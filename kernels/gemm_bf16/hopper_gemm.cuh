@@ -13,7 +13,7 @@
 
 #include "common/hopper.cuh"
 #include "common/tma.h"
-#include "kl/gemm_bf16.h"
+#include "gemm_bf16/gemm_bf16.h"
 
 namespace kl {
 namespace hopper_gemm {
@@ -24,6 +24,18 @@ constexpr int kCSub = 64 * 64 * 2;  // one 64 x 64 bf16 TMA-store box (128B-swiz
 // pass (4 / PASSES), or with 4 passes two boxes used in turn.
 template <int PASSES>
 constexpr int epilogue_boxes() { return PASSES == 4 ? 2 : 4 / PASSES; }
+
+// The two configurations of the persistent 128 x 256 kernels (tma_store_gemm.cuh, cluster_gemm.cuh,
+// rung 14's): the depth of the 48 KB load ring and the passes of the TMA-store epilogue
+// (tma_store_epilogue below), which set the C staging that must fit beside the ring.
+struct ThreeStages {  // rungs 08, 09: 3 stages + 64 KB of staging, the 64 x 256 block in one pass
+  static constexpr int kStages = 3;
+  static constexpr int kEpiloguePasses = 1;
+};
+struct FourStages {  // rungs 12, 13, 14: 4 stages + 32 KB of staging, four 64 x 64 passes
+  static constexpr int kStages = 4;
+  static constexpr int kEpiloguePasses = 4;
+};
 
 // ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
 std::string gemm_bf16_tma_wgmma_supports(const GemmBf16Args& a, const DeviceInfo& d);

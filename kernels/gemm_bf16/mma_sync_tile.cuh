@@ -17,22 +17,25 @@
 
 #include <type_traits>
 
-#include "kl/check.h"
+#include "common/check.h"
 #include "common/cp_async4.cuh"
 #include "common/gemm_tile.cuh"
 #include "common/mma.cuh"
-#include "kl/gemm_bf16.h"
+#include "gemm_bf16/gemm_bf16.h"
 #include "gemm_bf16/gemm_bf16_rungs.h"
 
 namespace kl::gemm_bf16_detail {
 
 constexpr int kBK = 64;  // k-step: 64 bf16 = one 128-byte swizzled row per tile row
 
-template <int BM_, int BN_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_>
+// A tile shape (the structs at the end of this file) names BM x BN (the CTA tile), WARPS_M x
+// WARPS_N (the warp grid), STAGES (pipeline depth) and MIN_BLOCKS (__launch_bounds__' CTAs per
+// SM); MmaCfg<Shape> adds what follows from them.
+template <class Shape>
 struct MmaCfg {
-  static constexpr int BM = BM_, BN = BN_, BK = kBK;
-  static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
-  static constexpr int STAGES = STAGES_, MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int BM = Shape::BM, BN = Shape::BN, BK = kBK;
+  static constexpr int WARPS_M = Shape::WARPS_M, WARPS_N = Shape::WARPS_N;
+  static constexpr int STAGES = Shape::STAGES, MIN_BLOCKS = Shape::MIN_BLOCKS;
   static constexpr int WARPS = WARPS_M * WARPS_N, THREADS = WARPS * 32;
   static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp sub-tile
   static constexpr int MI = WM / 16, NI = WN / 8;             // m16n8 mma tiles per warp
@@ -272,18 +275,37 @@ __device__ __forceinline__ void epilogue_bf16(const float (&acc)[Cfg::MI][Cfg::N
   }
 }
 
-// ---- the tile shapes (shape comments: BM x BN x 64, warps as WARPS_M x WARPS_N, stages)
+// ---- the tile shapes (BM x BN x 64)
 // 128x256, 8 warps 2x4 of 64x64, 4 stages x 48 KB = 192 KB: 1 CTA/SM, 0.5 B of smem per FLOP/2.
-using CfgL = MmaCfg<128, 256, 2, 4, 4, 1>;
+struct Tile128x256 {
+  static constexpr int BM = 128, BN = 256, WARPS_M = 2, WARPS_N = 4, STAGES = 4, MIN_BLOCKS = 1;
+};
 // 128x128, 8 warps 2x4 of 64x32, 3 stages x 32 KB = 96 KB: 2 CTAs/SM on Hopper (<= 128 regs).
-using CfgM = MmaCfg<128, 128, 2, 4, 3, 2>;
+struct Tile128x128 {
+  static constexpr int BM = 128, BN = 128, WARPS_M = 2, WARPS_N = 4, STAGES = 3, MIN_BLOCKS = 2;
+};
 // 64x128, 8 warps 2x4 of 32x32, 4 stages x 24 KB = 96 KB: 2 CTAs/SM.
-using CfgS = MmaCfg<64, 128, 2, 4, 4, 2>;
+struct Tile64x128 {
+  static constexpr int BM = 64, BN = 128, WARPS_M = 2, WARPS_N = 4, STAGES = 4, MIN_BLOCKS = 2;
+};
 // 64x64, 4 warps 2x2 of 32x32, 4 stages x 16 KB = 64 KB: 3 CTAs/SM.
-using CfgT = MmaCfg<64, 64, 2, 2, 4, 3>;
+struct Tile64x64 {
+  static constexpr int BM = 64, BN = 64, WARPS_M = 2, WARPS_N = 2, STAGES = 4, MIN_BLOCKS = 3;
+};
 // Decode: 16x64 and 32x64, 4 warps 1x4 of 16x16 / 32x16, 6 stages (a memory stream: deep pipe).
-using CfgD16 = MmaCfg<16, 64, 1, 4, 6, 3>;
-using CfgD32 = MmaCfg<32, 64, 1, 4, 6, 3>;
+struct Tile16x64 {
+  static constexpr int BM = 16, BN = 64, WARPS_M = 1, WARPS_N = 4, STAGES = 6, MIN_BLOCKS = 3;
+};
+struct Tile32x64 {
+  static constexpr int BM = 32, BN = 64, WARPS_M = 1, WARPS_N = 4, STAGES = 6, MIN_BLOCKS = 3;
+};
+// The configurations of the Tile values (gemm_bf16_rungs.h) the rungs choose from.
+using CfgL = MmaCfg<Tile128x256>;
+using CfgM = MmaCfg<Tile128x128>;
+using CfgS = MmaCfg<Tile64x128>;
+using CfgT = MmaCfg<Tile64x64>;
+using CfgD16 = MmaCfg<Tile16x64>;
+using CfgD32 = MmaCfg<Tile32x64>;
 
 // Relative throughput of each prefill tile when the SM is full (1.0 = the best tile), the factor
 // the wave models of rungs 03 and 04 divide by: each tile's throughput over L's with rung 03 forced

@@ -1,5 +1,6 @@
 // kernels/gemm_bf16/tma_store_gemm.cuh — family-private: the persistent warp-specialized kernel of
-// rungs 08 (STAGES = 3, one 64 x 256 epilogue pass) and 12 (STAGES = 4, four 64 x 64 passes).
+// rungs 08 (ThreeStages: 3 stages, one 64 x 256 epilogue pass) and 12 (FourStages: 4 stages, four
+// 64 x 64 passes); the configurations are in hopper_gemm.cuh.
 // The rung files say what each configuration changes; this is the code they share.
 //
 // One CTA per SM (grid = min(tiles, #SMs)), 128x256x64 tiles in grouped order, 384 threads:
@@ -27,19 +28,21 @@ static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide sto
 static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
 
 // Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
-template <int PASSES>
-constexpr int c_bytes() { return epilogue_boxes<PASSES>() * kCSub; }
-template <int STAGES, int PASSES>
+// Ring: ThreeStages or FourStages (hopper_gemm.cuh).
+template <class Ring>
+constexpr int c_bytes() { return epilogue_boxes<Ring::kEpiloguePasses>() * kCSub; }
+template <class Ring>
 constexpr size_t smem_bytes() {
-  return 1024 + STAGES * STAGE_BYTES + 2 * c_bytes<PASSES>() + 2 * STAGES * 8;
+  return 1024 + Ring::kStages * STAGE_BYTES + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 __global__ void __launch_bounds__(THREADS, 1)
     tma_store_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                           const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int C_BYTES = c_bytes<PASSES>();
+  constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses;
+  constexpr int C_BYTES = c_bytes<Ring>();
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
   uint8_t* sA = smem;
@@ -103,23 +106,23 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 std::string tma_store_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  static_assert(smem_bytes<STAGES, PASSES>() <= 227 * 1024, "fits the sm_90 opt-in limit");
-  return tma_gemm_supports(a, d, smem_bytes<STAGES, PASSES>());
+  static_assert(smem_bytes<Ring>() <= 227 * 1024, "fits the sm_90 opt-in limit");
+  return tma_gemm_supports(a, d, smem_bytes<Ring>());
 }
 
-template <int STAGES, int PASSES>
+template <class Ring>
 void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
-  constexpr size_t SMEM = smem_bytes<STAGES, PASSES>();
+  constexpr size_t SMEM = smem_bytes<Ring>();
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&tma_store_gemm_kernel<STAGES, PASSES>), SMEM);
+  opt_in_smem(reinterpret_cast<const void*>(&tma_store_gemm_kernel<Ring>), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  pdl_launch(tma_store_gemm_kernel<STAGES, PASSES>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
+  pdl_launch(tma_store_gemm_kernel<Ring>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
              tA, tW, tC, a.M, a.N, a.K);
 }
 

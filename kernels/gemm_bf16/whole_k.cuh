@@ -207,7 +207,13 @@ __global__ void __launch_bounds__(THREADS, min_ctas(BN))
 #endif
 }
 
-struct Cfg15 {
+// Which instantiations a dispatch holds (each including file instantiates what its dispatch names):
+// kDecode (rung 15) every configuration its plan and tests name: MP = 16, 32, 64, clusters, one
+// producer lane; kSmallTiles (rung 16) MP = 64 with four lanes only, alone or in split-M pairs.
+enum class KernelSet { kDecode, kSmallTiles };
+
+// A launch configuration (the plans of rungs 15 and 16 fill it; the tests force other values).
+struct WholeKConfig {
   int mp = 64, bn = 32, cl = 1, lanes = NL, cps = 1, stages = 4, wpre = 2, grid = 1;
   int mtiles = 1;  // grid.y: 64-row tiles of M (rung 16; 1 in rung 15)
   bool splitm = false;
@@ -217,7 +223,7 @@ struct Cfg15 {
 // Calls f(Kern<MP, BN, CL, LANES, SPLITM>{}) for a configuration's kernel: the instantiations that
 // exist are, with four lanes, BN = 32, 40, ..., 128 without clusters; BN in {32, 64, 96, 128} in
 // clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs; one lane
-// only at BN = 32 without clusters. Rung 16's dispatch (ALL = false) holds MP = 64 only.
+// only at BN = 32 without clusters. Rung 16's dispatch (KernelSet::kSmallTiles) holds MP = 64 only.
 template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
 struct Kern {
   static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
@@ -225,7 +231,7 @@ struct Kern {
   static const void* fn() { return reinterpret_cast<const void*>(&whole_k_gemm_kernel<MP, BN, CL, LANES, SPLITM>); }
 };
 template <int MP, int BN, class F>
-void with_cl(const Cfg15& c, F&& f) {
+void with_cl(const WholeKConfig& c, F&& f) {
   if (c.cl == 1) return f(Kern<MP, BN, 1, NL>{});
   if (c.cl == 2) return f(Kern<MP, BN, 2, NL>{});
   if constexpr (MP >= 32) {
@@ -235,17 +241,17 @@ void with_cl(const Cfg15& c, F&& f) {
 }
 // Strip widths without clusters: every multiple of 8 from 32 to 128 (the plan's menu).
 template <int MP, int BN, class F>
-void with_width(const Cfg15& c, F&& f) {
+void with_width(const WholeKConfig& c, F&& f) {
   if constexpr (BN <= 128) {
     if (c.bn == BN) return f(Kern<MP, BN, 1, NL>{});
     return with_width<MP, BN + 8>(c, f);
   }
   throw BadArgument("whole-K kernel: no kernel for BN=" + std::to_string(c.bn));
 }
-// ALL = false (rung 16's dispatch): only four lanes without clusters and split-M pairs, so its file
-// instantiates those alone.
-template <int MP, bool ALL, class F>
-void with_bn(const Cfg15& c, F&& f) {
+// KernelSet::kSmallTiles (rung 16's dispatch): only four lanes without clusters and split-M pairs, so
+// its file instantiates those alone.
+template <int MP, KernelSet SET, class F>
+void with_bn(const WholeKConfig& c, F&& f) {
   if (c.splitm) {  // pairs along M (MP rows each), four lanes
     KL_REQUIRE(c.cl == 2 && c.lanes == NL, "whole-K kernel: split-M runs in pairs with four lanes");
     switch (c.bn) {
@@ -256,9 +262,9 @@ void with_bn(const Cfg15& c, F&& f) {
     }
     throw BadArgument("whole-K kernel: no split-M kernel for MP=" + std::to_string(MP) + " BN=" + std::to_string(c.bn));
   }
-  KL_REQUIRE(c.lanes == NL || (ALL && c.lanes == 1), "whole-K kernel: " << c.lanes << " producer lanes");
+  KL_REQUIRE(c.lanes == NL || (SET == KernelSet::kDecode && c.lanes == 1), "whole-K kernel: " << c.lanes << " producer lanes");
   if (c.cl == 1 && c.lanes == NL) return with_width<MP, 32>(c, f);
-  if constexpr (ALL) {
+  if constexpr (SET == KernelSet::kDecode) {
     if (c.lanes == 1) {
       KL_REQUIRE(c.bn == 32 && c.cl == 1, "whole-K kernel: one producer lane only at BN = 32, no clusters");
       return f(Kern<MP, 32, 1, 1>{});
@@ -272,20 +278,20 @@ void with_bn(const Cfg15& c, F&& f) {
   }
   throw BadArgument("whole-K kernel: no cluster kernel for BN=" + std::to_string(c.bn));
 }
-template <bool ALL, class F>
-void with_kernel(const Cfg15& c, F&& f) {
-  if constexpr (ALL) {
-    if (c.mp == 16) return with_bn<16, ALL>(c, f);
-    if (c.mp == 32) return with_bn<32, ALL>(c, f);
+template <KernelSet SET, class F>
+void with_kernel(const WholeKConfig& c, F&& f) {
+  if constexpr (SET == KernelSet::kDecode) {
+    if (c.mp == 16) return with_bn<16, SET>(c, f);
+    if (c.mp == 32) return with_bn<32, SET>(c, f);
   }
   KL_REQUIRE(c.mp == 64, "rung 16: 64-row tiles only");
-  return with_bn<64, ALL>(c, f);
+  return with_bn<64, SET>(c, f);
 }
 
 // The ring for `cps` CTAs per SM: 228 KB of shared memory per SM, 1 KB reserved per CTA, the
 // 1024-byte alignment pad, the head and the slack; at most MAX_STAGES stages.
-inline Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = false) {
-  Cfg15 c;
+inline WholeKConfig make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = false) {
+  WholeKConfig c;
   c.mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
   if (cl == 4) c.mp = std::max(c.mp, 32);  // 4 parts of at least 8 rows (a swizzle atom)
   c.splitm = splitm;
@@ -311,10 +317,10 @@ inline Cfg15 make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool spli
 }
 
 // CTAs of this configuration the device holds at once (cached occupancy queries).
-template <bool ALL>
-int resident(const Cfg15& c) {
+template <KernelSet SET>
+int resident(const WholeKConfig& c) {
   const void* fn = nullptr;
-  with_kernel<ALL>(c, [&](auto k) { fn = decltype(k)::fn(); });
+  with_kernel<SET>(c, [&](auto k) { fn = decltype(k)::fn(); });
   opt_in_smem(fn, SMEM_OPTIN);
   return c.cl > 1 ? c.cl * resident_clusters(fn, c.cl, THREADS, c.smem)
                   : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
@@ -337,21 +343,21 @@ inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) 
 // With more CTAs than one wave holds: the ring for the most CTAs per SM the device really places
 // (rings sized for more CTAs than the registers allow would run one CTA per SM on a shallow ring:
 // BN >= 72 uses 117-146 registers, one CTA per SM).
-template <bool ALL, class Make>
-Cfg15 waves_cfg(Make make, int cps_max) {
+template <KernelSet SET, class Make>
+WholeKConfig waves_cfg(Make make, int cps_max) {
   for (int cps = cps_max; cps > 1; --cps) {
-    const Cfg15 c = make(cps);
-    if (resident<ALL>(c) >= cps * device_info().sms) return c;
+    const WholeKConfig c = make(cps);
+    if (resident<SET>(c) >= cps * device_info().sms) return c;
   }
   return make(1);
 }
 
 // Launches configuration `cf` (tensor maps built per launch: a pointer change never meets a stale
 // map).
-template <bool ALL>
-void launch_cfg(const GemmBf16Args& a, const Cfg15& cf, cudaStream_t s) {
+template <KernelSet SET>
+void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s) {
   KL_REQUIRE(cf.stages % 2 == 0 && cf.stages >= 4, "whole-K kernel: ring depth " << cf.stages << " (even, >= 4)");
-  with_kernel<ALL>(cf, [&](auto k) {
+  with_kernel<SET>(cf, [&](auto k) {
     using Kn = decltype(k);
     // Box rows: the activation part / W part one CTA loads.
     constexpr int a_rows = Kn::SPLITM ? Kn::MP : Kn::MP / Kn::CL;
