@@ -481,7 +481,7 @@ int main(int argc, char** argv) {
        // N = 128), K = 64 x iters, every k-tile the FFMA loop on one resident stage.
       namespace ak = sgemm_detail::ak;
       constexpr int BK = 64, S = 2, KQU = 8;
-      auto* kernel = ak::sgemm_ak_kernel<BK, S, KQU, 256, true>;
+      auto* kernel = ak::sgemm_ak_kernel<BK, S, KQU, true>;
       const int smem = ak::AkCfg<BK, S>::kSmemBytes, iters = 512;
       const int M = 256 * d.sms, N = 128, K = BK * iters;
       if (smem > d.smem_optin) {

@@ -2,31 +2,28 @@
 // shared memory, 16-byte cp.async for both operands, A fragments read 4 k at a time). Rung 13's
 // header says how it works. Template parameters: BK the k-tile depth, S the ring stages, KQU the
 // unroll of the loop over a tile's 4-deep k-steps (13: <16, 3, full>, 14: <32, 3, full>,
-// 15: <64, 2, 8>; experiment rows 90+ the other settings, 14_ak_bk32.cu), BM the tile height
-// (256; 128 in experiment rows 101-104, two blocks per SM: slower than 15), kLoopOnly the form
-// bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's loop alone, no faster than the whole
-// rung: the gap to cuBLAS is inside the FFMA loop; docs/sgemm.md).
+// 15: <64, 2, 8>), kLoopOnly the form bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's
+// loop alone, no faster than the whole rung: the gap to cuBLAS is inside the FFMA loop;
+// docs/sgemm.md). The loop stays inside this kernel: moved into a function of its own, ptxas
+// allocates the rungs' registers differently.
 #pragma once
 #include "common/cp_async4.cuh"
 #include "sgemm_internal.h"
 
 namespace kl::sgemm_detail::ak {
 
-constexpr int BN = 128;
+constexpr int BM = 256, BN = 128;                     // 4 x 2 warps of 64 x 64
 constexpr int WM = 64, WN = 64;
 constexpr int kWarpsN = BN / WN;                      // 2
 constexpr int TM = 16, TN = 8;
 constexpr int kGroupRaster = 8;
 static_assert(WM == 4 * TM && WN == 8 * TN, "warp tile");
 
-// BK: k-tile depth; S: ring stages; KQU: unroll factor of the loop over a tile's 4-deep k-steps
-// (kQuads of them; the default KQU = kQuads unrolls it fully). BM: the tile height, 256 (4 x 2
-// warps, one block per SM: the rungs) or 128 (2 x 2 warps, two blocks per SM: experiment rows).
-template <int BK, int S = 3, int BM = 256>
+// BK: k-tile depth; S: ring stages. One block of 8 warps per SM.
+template <int BK, int S = 3>
 struct AkCfg {
-  static_assert(BM == 256 || BM == 128, "4 x 2 or 2 x 2 warps of 64x64");
-  static constexpr int kThreads = (BM / WM) * kWarpsN * 32;   // 256 or 128
-  static constexpr int kBlocksPerSm = 256 / kThreads;         // 8 warps per SM either way
+  static constexpr int kThreads = (BM / WM) * kWarpsN * 32;   // 256
+  static constexpr int kBlocksPerSm = 1;
   static constexpr int kQuads = BK / 4;                       // 16-byte quads per A row
   static constexpr int kRowsPerPass = kThreads / kQuads;      // rows one pass of copies covers
   static constexpr int kLoadsA = BM * kQuads / kThreads;      // BK = 16: 4
@@ -43,11 +40,11 @@ struct AkCfg {
 // kLoopOnly (bench_peak's fp32_ffma_16x8_lds ceiling only): no copies, no waits, no barriers; every
 // k-tile runs the FFMA loop below on ring slot 0, filled once with small values. The rest of the
 // kernel is the same tokens, so the rungs' instantiations (kLoopOnly = false) compile as before.
-template <int BK, int S, int KQU, int BM = 256, bool kLoopOnly = false>
-__global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::kBlocksPerSm)
+template <int BK, int S, int KQU, bool kLoopOnly = false>
+__global__ void __launch_bounds__(AkCfg<BK, S>::kThreads, AkCfg<BK, S>::kBlocksPerSm)
     sgemm_ak_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, int M, int N, int K) {
-  using Cf = AkCfg<BK, S, BM>;
+  using Cf = AkCfg<BK, S>;
   constexpr int kThreads = Cf::kThreads;
   constexpr int kQuads = Cf::kQuads, kLoadsA = Cf::kLoadsA, kLoadsB = Cf::kLoadsB;
   constexpr int kStageFloats = Cf::kStageFloats, kRows = Cf::kRowsPerPass;
@@ -171,9 +168,9 @@ __global__ void __launch_bounds__(AkCfg<BK, S, BM>::kThreads, AkCfg<BK, S, BM>::
   }
 }
 
-// "" when sgemm_ak_kernel (BK deep, S stages, BM rows) takes the shape: 16-byte rows of A, B and C
+// "" when sgemm_ak_kernel (BK deep, S stages) takes the shape: 16-byte rows of A, B and C
 // at 16-byte aligned addresses, a grid that fits, the ring within the device's shared memory.
-template <int BK, int S = 3, int BM = 256>
+template <int BK, int S = 3>
 std::string aligned_abc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
@@ -182,22 +179,22 @@ std::string aligned_abc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   if (!aligned(a.A, 16) || !aligned(a.B, 16) || !aligned(a.C, 16))
     return "needs 16-byte aligned A, B and C (cp.async / float4; rung 08 takes any pointer)";
   if (ceil_div(a.M, BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
-  if (d.smem_optin > 0 && AkCfg<BK, S, BM>::kSmemBytes > d.smem_optin)
+  if (d.smem_optin > 0 && AkCfg<BK, S>::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";
   return "";
 }
 
-template <int BK, int S = 3, int KQU = BK / 4, int BM = 256>
+template <int BK, int S = 3, int KQU = BK / 4>
 void sgemm_ak_launch(const SgemmArgs& a, cudaStream_t s) {
-  constexpr int smem = AkCfg<BK, S, BM>::kSmemBytes;
+  constexpr int smem = AkCfg<BK, S>::kSmemBytes;
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU, BM>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)opted;
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_ak_kernel<BK, S, KQU, BM><<<blocks, AkCfg<BK, S, BM>::kThreads, smem, s>>>(a.A, a.B, a.C,
+  sgemm_ak_kernel<BK, S, KQU><<<blocks, AkCfg<BK, S>::kThreads, smem, s>>>(a.A, a.B, a.C,
                                                                                    a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }

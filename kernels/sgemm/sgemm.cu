@@ -1,8 +1,7 @@
 // kernels/sgemm/sgemm.cu — the sgemm rung table (written once, here) and the entry point.
-#include <cstdlib>
 #include <sstream>
 
-#include "kl/sgemm.h"
+#include "sgemm.h"
 #include "sgemm_internal.h"
 
 namespace kl {
@@ -54,7 +53,6 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
        "k-steps unrolled by 8",
        sgemm_bk64_two_stage_supports, sgemm_bk64_two_stage_launch, /*parent=*/14},
     };
-    if (const char* e = std::getenv("KL_SGEMM_EXP"); e && *e == '1') append_ak_experiments(t);
     return t;
   }();
   return table;

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "kl/sgemm.h"
+#include "sgemm.h"
 
 namespace kl::sgemm_detail {
 
@@ -29,9 +29,6 @@ KL_SGEMM_DECLARE_RUNG(ak_layout)
 KL_SGEMM_DECLARE_RUNG(ak_bk32)
 KL_SGEMM_DECLARE_RUNG(bk64_two_stage)
 #undef KL_SGEMM_DECLARE_RUNG
-// Experiment rows 90+ (only with KL_SGEMM_EXP=1 in the environment; never in the default table):
-// rungs 14/15's kernel with other (k-tile depth, stages, k-step unroll) settings (14_ak_bk32.cu).
-void append_ak_experiments(std::vector<Rung<SgemmArgs>>& t);
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 
