@@ -20,7 +20,7 @@ namespace hattn {
 // Rung 04's configuration plus the producer warpgroup (which runs 3 stages ahead at D = 64).
 template <int D>
 struct WarpSpecialized : WgmmaTma<D> {
-  static constexpr bool producer_warpgroup = true;
+  using Producer = ProducerWarpgroup;
   static constexpr int stages = D == 64 ? 3 : 2;
 };
 }  // namespace hattn

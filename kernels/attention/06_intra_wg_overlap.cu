@@ -20,7 +20,7 @@ namespace hattn {
 // Rung 05's configuration plus the overlapped loop.
 template <int D>
 struct IntraWgOverlap : WarpSpecialized<D> {
-  static constexpr bool intra_wg_overlap = true;
+  using Mainloop = OverlappedMainloop;
 };
 }  // namespace hattn
 }  // namespace kl

@@ -20,7 +20,7 @@ namespace hattn {
 // Rung 06's configuration plus the ping-pong of the two consumer warpgroups.
 template <int D>
 struct Pingpong : IntraWgOverlap<D> {
-  static constexpr bool pingpong = true;
+  using WarpgroupTurns = PingpongTurns;
 };
 }  // namespace hattn
 }  // namespace kl

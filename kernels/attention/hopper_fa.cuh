@@ -56,9 +56,9 @@ struct Defaults {
   static constexpr int consumer_warpgroups = 2;    // 64 query rows each
   static constexpr int kv_tile = 128;              // keys per KV tile (the wgmma N of S)
   static constexpr int stages = 2;                 // K/V ring depth
-  static constexpr bool producer_warpgroup = false;  // a TMA producer warpgroup + setmaxnreg
-  static constexpr bool intra_wg_overlap = false;  // S(t+1) = QK^T issued before P(t)V(t) retires
-  static constexpr bool pingpong = false;          // the 2 consumer WGs take turns issuing wgmma
+  using Producer = ThreadZeroLoads;                // who issues the TMA loads
+  using Mainloop = SerialMainloop;                 // S, softmax, P V of a tile in series
+  using WarpgroupTurns = NoTurns;                  // the consumer WGs issue wgmma when ready
   using Scheduler = BlockOrderScheduler;           // which items a CTA takes (scheduler.cuh)
 };
 
@@ -71,6 +71,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   using Mma = TileMma<C>;
   using Loads = KvLoads<C>;
   using Epilogue = OutputEpilogue<C::D>;
+  using Producer = typename C::Producer;
+  using Mainloop = typename C::Mainloop;
+  using Turns = typename C::WarpgroupTurns;
   using Scheduler = typename C::Scheduler;
   extern __shared__ uint8_t smem_raw[];
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
@@ -83,14 +86,11 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   uint64_t* q_full = bars;
   uint64_t* k_full = bars + 1;
   uint64_t* v_full = bars + 1 + C::kStages;
-  // WS only, consumers -> producer. K and V slots are released separately: K(t) as soon as
-  // S(t) = QK^T retired, V(t) after P(t)V(t). With the overlapped loop (06+) V(t) is held until the
-  // middle of iteration t+1; a shared K/V release made the producer's K(t+2) wait for it, which
-  // with 2 stages left no tile of lookahead (06/07 then ran slower than 05).
   uint64_t* k_empty = bars + 1 + 2 * C::kStages;
   uint64_t* v_empty = bars + 1 + 3 * C::kStages;
   uint64_t* q_empty = bars + 1 + 4 * C::kStages;  // persistent: Q of the current item consumed
   volatile int* item_slot = reinterpret_cast<volatile int*>(bars + 2 + 4 * C::kStages);
+  const KvRing ring{sK, sV, k_full, v_full, k_empty, v_empty};
   const Scheduler sched{q_full, q_empty, item_slot};
 
   if (threadIdx.x == 0) {
@@ -107,42 +107,9 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   __syncthreads();
 
   const int wg = threadIdx.x / 128;
-  if constexpr (C::kWS) {
-    if (wg == 0) {
-      // ---------------- producer warpgroup: one thread streams Q once per item, then the K/V ring
-      if constexpr (C::kConsumers == 2) setmaxnreg_dec<C::kProducerRegs>();
-      if (threadIdx.x == 0) {
-        tma_prefetch_desc(&p.tmK);
-        tma_prefetch_desc(&p.tmV);
-        int it = 0, items = 0;  // ring position and items done, continued across items
-        int w = blockIdx.x;
-        while (true) {
-          int bh, m_blk;
-          if (!sched.producer_item(p, w, bh, m_blk)) break;
-          const TileRange tr = tile_range<C>(p, m_blk);
-          if (tr.n > 0) {  // (always: every row sees key 0)
-            sched.publish(items, w);
-            mbar_arrive_expect_tx(q_full, C::kQBytes);
-            for (int pn = 0; pn < C::kPanels; ++pn)
-              tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, tr.m0, bh);
-            for (int i = 0; i < tr.n; ++i, ++it) {
-              const int stage = it % C::kStages;
-              const uint32_t ph = ((it / C::kStages) & 1) ^ 1;
-              // Reuse of a slot waits for the consumers' release of its previous round (K and V
-              // separately). Watchdog only here: in the consumers its clock/trap path made ptxas
-              // spill and serialize the wgmmas. A consumer stuck on a full barrier (bad
-              // transaction count) stalls its releases, so this wait traps too.
-              if (it >= C::kStages) mbar_wait_watchdog(&k_empty[stage], ph);
-              Loads::tile(&p.tmK, sK, &k_full[stage], stage, tr.t0 + i, bh);
-              if (it >= C::kStages) mbar_wait_watchdog(&v_empty[stage], ph);
-              Loads::tile(&p.tmV, sV, &v_full[stage], stage, tr.t0 + i, bh);
-            }
-            ++items;
-          }
-          if (!sched.next(w)) break;
-        }
-        sched.producer_done(items);
-      }
+  if constexpr (Producer::kWarpgroup) {
+    if (wg == 0) {  // ---------------- producer warpgroup
+      Producer::template run<C>(p, sched, sQ, q_full, ring);
       return;
     }
   }
@@ -166,26 +133,8 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
     it = sched.ring_position(it);
 
-    // Ping-pong (kPingPong): the two consumer warpgroups take turns at the tensor cores. Before
-    // each batch of wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads:
-    // its own 128 + the other's 128 arrivals); after issuing it arrives on the other's. So
-    // warpgroup A's softmax runs while B's products run, and vice versa. Batches per warpgroup and
-    // item: n + 1 (S(0); then S(i) with P(i-1)V(i-1); then P(n-1)V(n-1)). Warpgroup 1 pre-arrives
-    // once so that warpgroup 0 starts, and skips its last arrival: each barrier then sees exactly
-    // n + 1 sync/arrive pairs per item (so items chain without extra state).
-    int pp_batch = 0;
-    auto pp_begin = [&]() {
-      if constexpr (C::kPingPong) named_barrier_sync(1 + c, 256);
-    };
-    auto pp_end = [&](int n_batches) {
-      if constexpr (C::kPingPong) {
-        if (!(c == 1 && pp_batch == n_batches - 1)) named_barrier_arrive(1 + (1 - c), 256);
-        ++pp_batch;
-      }
-    };
-    if constexpr (C::kPingPong) {
-      if (c == 1 && n > 0) named_barrier_arrive(1 + 0, 256);
-    }
+    Turns turns(c);
+    turns.item_start(n);
     int grow[2], lim[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -200,125 +149,11 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     float s[C::BN / 2];
     uint32_t pf[C::BN / 16][4];
 
-    if constexpr (!C::kWS) {
-      // Rung 04: no producer; thread 0 issues Q and the first kStages tiles, then refills a stage
-      // after the whole CTA has finished with it (__syncthreads below).
-      if (threadIdx.x == 0 && n > 0) {
-        mbar_arrive_expect_tx(q_full, C::kQBytes);
-        for (int pn = 0; pn < C::kPanels; ++pn)
-          tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
-        for (int i = 0; i < min(n, C::kStages); ++i)
-          Loads::kv(p, sK, sV, k_full, v_full, i, t0 + i, bh);
-      }
-    }
-
+    Producer::template item_start<C>(p, sQ, q_full, ring, n, m0, t0, bh);
     if (n > 0) {
       sched.wait_q();
-      if constexpr (!C::kOverlap) {
-        for (int i = 0; i < n; ++i) {
-          const int stage = (it + i) % C::kStages;
-          const uint32_t ph = ((it + i) / C::kStages) & 1;
-          const int t = t0 + i;
-          mbar_wait(&k_full[stage], ph);
-          wgmma_fence();
-          Mma::qk(s, q_wg, sK + stage * C::kKVBytes);
-          wgmma_commit();
-          wgmma_wait<0>();
-          wgmma_fence_operands(s);
-          if constexpr (C::kWS) {  // K(t) read: the producer may refill its slot now
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&k_empty[stage]);
-          }
-          Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                        p.scale_log2, lane);
-          Softmax::rescale_o(o, alpha);
-          Mma::pack_p(s, pf);
-          mbar_wait(&v_full[stage], ph);
-          wgmma_fence();  // o and pf were written by ordinary instructions
-          Mma::pv(o, pf, sV + stage * C::kKVBytes);
-          wgmma_commit();
-          wgmma_wait<0>();
-          wgmma_fence_operands(o);
-          wgmma_fence_operands_u32(pf);
-          if constexpr (C::kWS) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&v_empty[stage]);
-          } else {
-            __syncthreads();  // every warpgroup's wgmma has read this stage
-            if (threadIdx.x == 0 && i + C::kStages < n)
-              Loads::kv(p, sK, sV, k_full, v_full, stage, t + C::kStages, bh);
-          }
-        }
-        sched.release_q();  // every S of this item retired: sQ may be refilled
-      } else {
-        // Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is
-        // queued behind it; the softmax of S(i) then overlaps the P(i-1)V(i-1) wgmma.
-        const int stage0 = it % C::kStages;
-        mbar_wait(&k_full[stage0], (it / C::kStages) & 1);
-        pp_begin();
-        wgmma_fence();
-        Mma::qk(s, q_wg, sK + stage0 * C::kKVBytes);
-        wgmma_commit();
-        pp_end(n + 1);
-        wgmma_wait<0>();
-        wgmma_fence_operands(s);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&k_empty[stage0]);
-        Softmax::step(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv,
-                      p.scale_log2, lane);
-        Mma::pack_p(s, pf);  // o is still 0: no rescale
-        for (int i = 1; i < n; ++i) {
-          const int stage = (it + i) % C::kStages, pstage = (it + i - 1) % C::kStages;
-          const int t = t0 + i;
-          mbar_wait(&k_full[stage], ((it + i) / C::kStages) & 1);
-          mbar_wait(&v_full[pstage], ((it + i - 1) / C::kStages) & 1);
-          pp_begin();
-          wgmma_fence();
-          Mma::qk(s, q_wg, sK + stage * C::kKVBytes);
-          wgmma_commit();
-          Mma::pv(o, pf, sV + pstage * C::kKVBytes);
-          wgmma_commit();
-          pp_end(n + 1);
-          wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
-          wgmma_fence_operands(s);
-          if (C::kStale && t < mask_from &&
-              Softmax::stale_step(s, m_run, l_run, p.scale_log2)) {
-            alpha[0] = alpha[1] = 1.f;  // the max did not move: O needs no rescale
-          } else {
-            if (C::kStale && t < mask_from)  // a P overflowed the stale max: S again from smem
-              Mma::qk_mma_sync(s, q_wg, sK + stage * C::kKVBytes, warp, lane);
-            Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
-                          p.scale_log2, lane);
-          }
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&k_empty[stage]);  // K(i) read (by the fallback too)
-          // Keep the softmax before the wait for P(i-1)V(i-1): ptxas otherwise hoists that wait
-          // into the middle of the masking code (seen in the SASS) and the overlap is lost. The
-          // wait depends (by a branch) on l, which depends on every exp2 of the tile.
-          wgmma_fence_operands(s);
-          wgmma_fence_operands(l_run);
-          wgmma_fence_operands(alpha);
-          wgmma_wait0_after(l_run[0] + l_run[1]);
-          wgmma_fence_operands(o);
-          wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&v_empty[pstage]);
-          Softmax::rescale_o(o, alpha);
-          Mma::pack_p(s, pf);
-        }
-        sched.release_q();  // every S of this item retired: sQ may be refilled
-        const int lstage = (it + n - 1) % C::kStages;
-        mbar_wait(&v_full[lstage], ((it + n - 1) / C::kStages) & 1);
-        pp_begin();
-        wgmma_fence();
-        Mma::pv(o, pf, sV + lstage * C::kKVBytes);
-        wgmma_commit();
-        pp_end(n + 1);
-        wgmma_wait<0>();
-        wgmma_fence_operands(o);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&v_empty[lstage]);
-      }
+      Mainloop::template run<C, Producer>(p, ring, sched, turns, q_wg, it, n, t0, mask_from, lim,
+                                          bh, warp, lane, o, m_run, l_run, alpha, s, pf);
     }
 
     // ---------------- epilogue: O / l (bf16)

@@ -15,9 +15,12 @@ struct Cfg {
   static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
   static constexpr int BN = Choices::kv_tile;     // keys per KV tile
   static constexpr int kStages = Choices::stages;
-  static constexpr bool kWS = Choices::producer_warpgroup;
-  static constexpr bool kOverlap = Choices::intra_wg_overlap;
-  static constexpr bool kPingPong = Choices::pingpong;
+  using Producer = typename Choices::Producer;
+  using Mainloop = typename Choices::Mainloop;
+  using WarpgroupTurns = typename Choices::WarpgroupTurns;
+  static constexpr bool kWS = Producer::kWarpgroup;
+  static constexpr bool kOverlap = Mainloop::kOverlap;
+  static constexpr bool kPingPong = WarpgroupTurns::kPingpong;
   using Scheduler = typename Choices::Scheduler;
   static constexpr bool kPersistent = Scheduler::kPersistent;
   static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "attention/hopper_fa_config.cuh"
+#include "attention/hopper_fa_softmax.cuh"
 #include "common/hopper.cuh"
 #include "common/hopper_attn.cuh"
 #include "common/mma.cuh"
@@ -159,6 +160,280 @@ struct KvLoads {
 };
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+// The K/V ring in shared memory: kStages slots of K and of V, each with a full barrier (the TMA
+// bytes landed) and an empty barrier (every consumer warp has read it; producer warpgroup only).
+// K and V slots are released separately: K(t) as soon as S(t) = QK^T retired, V(t) after
+// P(t)V(t). With the overlapped loop V(t) is held until the middle of iteration t+1; a shared K/V
+// release made the producer's K(t+2) wait for it, which with 2 stages left no tile of lookahead.
+struct KvRing {
+  uint8_t* sK;
+  uint8_t* sV;
+  uint64_t* k_full;
+  uint64_t* v_full;
+  uint64_t* k_empty;
+  uint64_t* v_empty;
+};
+
+// ------------------------------------------------------------------------------ who loads K/V
+// A rung's configuration names one as `using Producer = ...`.
+
+// No producer: thread 0 of the consumers issues Q and the first kStages tiles of an item, then
+// refills a stage after the whole CTA has finished with it (a __syncthreads per tile).
+struct ThreadZeroLoads {
+  static constexpr bool kWarpgroup = false;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  template <class C>
+  static __device__ __forceinline__ void item_start(const Params& p, uint8_t* sQ, uint64_t* q_full,
+                                                    const KvRing& ring, int n, int m0, int t0,
+                                                    int bh) {
+    if (threadIdx.x == 0 && n > 0) {
+      mbar_arrive_expect_tx(q_full, C::kQBytes);
+      for (int pn = 0; pn < C::kPanels; ++pn)
+        tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, m0, bh);
+      for (int i = 0; i < min(n, C::kStages); ++i)
+        KvLoads<C>::kv(p, ring.sK, ring.sV, ring.k_full, ring.v_full, i, t0 + i, bh);
+    }
+  }
+  // K(t) of the slot was read: nothing to signal (the refill waits for V as well).
+  static __device__ __forceinline__ void k_read(const KvRing&, int, int) {}
+  // Tile i (key tile t) of the item is done: every warpgroup's wgmma has read the stage, so
+  // thread 0 refills it with tile t + kStages.
+  template <class C>
+  static __device__ __forceinline__ void kv_read(const Params& p, const KvRing& ring, int stage,
+                                                 int i, int n, int t, int bh, int) {
+    __syncthreads();  // every warpgroup's wgmma has read this stage
+    if (threadIdx.x == 0 && i + C::kStages < n)
+      KvLoads<C>::kv(p, ring.sK, ring.sV, ring.k_full, ring.v_full, stage, t + C::kStages, bh);
+  }
+#endif
+};
+
+// A producer warpgroup: one of its threads streams each item's Q, then runs ahead through the
+// K/V ring, gated by the empty barriers; setmaxnreg moves registers to the consumers.
+struct ProducerWarpgroup {
+  static constexpr bool kWarpgroup = true;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  template <class C, class Scheduler>
+  static __device__ __forceinline__ void run(const Params& p, const Scheduler& sched, uint8_t* sQ,
+                                             uint64_t* q_full, const KvRing& ring) {
+    if constexpr (C::kConsumers == 2) setmaxnreg_dec<C::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_desc(&p.tmK);
+      tma_prefetch_desc(&p.tmV);
+      int it = 0, items = 0;  // ring position and items done, continued across items
+      int w = blockIdx.x;
+      while (true) {
+        int bh, m_blk;
+        if (!sched.producer_item(p, w, bh, m_blk)) break;
+        const TileRange tr = tile_range<C>(p, m_blk);
+        if (tr.n > 0) {  // (always: every row sees key 0)
+          sched.publish(items, w);
+          mbar_arrive_expect_tx(q_full, C::kQBytes);
+          for (int pn = 0; pn < C::kPanels; ++pn)
+            tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, tr.m0, bh);
+          for (int i = 0; i < tr.n; ++i, ++it) {
+            const int stage = it % C::kStages;
+            const uint32_t ph = ((it / C::kStages) & 1) ^ 1;
+            // Reuse of a slot waits for the consumers' release of its previous round (K and V
+            // separately). Watchdog only here: in the consumers its clock/trap path made ptxas
+            // spill and serialize the wgmmas. A consumer stuck on a full barrier (bad
+            // transaction count) stalls its releases, so this wait traps too.
+            if (it >= C::kStages) mbar_wait_watchdog(&ring.k_empty[stage], ph);
+            KvLoads<C>::tile(&p.tmK, ring.sK, &ring.k_full[stage], stage, tr.t0 + i, bh);
+            if (it >= C::kStages) mbar_wait_watchdog(&ring.v_empty[stage], ph);
+            KvLoads<C>::tile(&p.tmV, ring.sV, &ring.v_full[stage], stage, tr.t0 + i, bh);
+          }
+          ++items;
+        }
+        if (!sched.next(w)) break;
+      }
+      sched.producer_done(items);
+    }
+  }
+  template <class C>
+  static __device__ __forceinline__ void item_start(const Params&, uint8_t*, uint64_t*,
+                                                    const KvRing&, int, int, int, int) {}
+  // K(t) read: the producer may refill its slot now (one arrival per consumer warp).
+  static __device__ __forceinline__ void k_read(const KvRing& ring, int stage, int lane) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&ring.k_empty[stage]);
+  }
+  template <class C>
+  static __device__ __forceinline__ void kv_read(const Params&, const KvRing& ring, int stage, int,
+                                                 int, int, int, int lane) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&ring.v_empty[stage]);
+  }
+#endif
+};
+
+// ------------------------------------------------------- the consumer warpgroups' wgmma issue
+// A rung's configuration names one as `using WarpgroupTurns = ...`. Per item, a warpgroup of the
+// overlapped loop issues n + 1 batches of wgmma (S(0); then S(i) with P(i-1)V(i-1); then
+// P(n-1)V(n-1)), each between begin() and end(n + 1).
+
+// The warpgroups issue whenever they are ready.
+struct NoTurns {
+  static constexpr bool kPingpong = false;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  __device__ __forceinline__ NoTurns(int) {}
+  __device__ __forceinline__ void item_start(int) {}
+  __device__ __forceinline__ void begin() {}
+  __device__ __forceinline__ void end(int) {}
+#endif
+};
+
+// Ping-pong: the two consumer warpgroups take turns at the tensor cores. Before each batch of
+// wgmma issues a warpgroup waits on its named barrier (id 1 + c, 256 threads: its own 128 + the
+// other's 128 arrivals); after issuing it arrives on the other's. So warpgroup A's softmax runs
+// while B's products run, and vice versa. Warpgroup 1 pre-arrives once so that warpgroup 0
+// starts, and skips its last arrival: each barrier then sees exactly n + 1 sync/arrive pairs per
+// item (so items chain without extra state).
+struct PingpongTurns {
+  static constexpr bool kPingpong = true;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  int c;          // this consumer warpgroup
+  int batch = 0;  // batches issued in this item
+  __device__ __forceinline__ PingpongTurns(int wg) : c(wg) {}
+  __device__ __forceinline__ void item_start(int n) {
+    if (c == 1 && n > 0) named_barrier_arrive(1 + 0, 256);
+  }
+  __device__ __forceinline__ void begin() { named_barrier_sync(1 + c, 256); }
+  __device__ __forceinline__ void end(int n_batches) {
+    if (!(c == 1 && batch == n_batches - 1)) named_barrier_arrive(1 + (1 - c), 256);
+    ++batch;
+  }
+#endif
+};
+
+// -------------------------------------------------------------- the consumers' loop over tiles
+// A rung's configuration names one as `using Mainloop = ...`. run() computes one item's O
+// (unnormalized) and softmax state over key tiles [t0, t0 + n), n > 0; `it` is the ring
+// position of its first tile.
+
+// S, softmax and P V of a tile in series (the tensor cores idle during the softmax).
+struct SerialMainloop {
+  static constexpr bool kOverlap = false;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  template <class C, class Producer, class Scheduler, class Turns>
+  static __device__ __forceinline__ void run(
+      const Params& p, const KvRing& ring, const Scheduler& sched, Turns&, const uint8_t* q_wg,
+      int it, int n, int t0, int mask_from, const int (&lim)[2], int bh, int, int lane,
+      float (&o)[C::D / 2], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
+      float (&s)[C::BN / 2], uint32_t (&pf)[C::BN / 16][4]) {
+    using Softmax = OnlineSoftmax<C::BN, C::D>;
+    using Mma = TileMma<C>;
+    for (int i = 0; i < n; ++i) {
+      const int stage = (it + i) % C::kStages;
+      const uint32_t ph = ((it + i) / C::kStages) & 1;
+      const int t = t0 + i;
+      mbar_wait(&ring.k_full[stage], ph);
+      wgmma_fence();
+      Mma::qk(s, q_wg, ring.sK + stage * C::kKVBytes);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(s);
+      Producer::k_read(ring, stage, lane);
+      Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv, p.scale_log2,
+                    lane);
+      Softmax::rescale_o(o, alpha);
+      Mma::pack_p(s, pf);
+      mbar_wait(&ring.v_full[stage], ph);
+      wgmma_fence();  // o and pf were written by ordinary instructions
+      Mma::pv(o, pf, ring.sV + stage * C::kKVBytes);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operands(o);
+      wgmma_fence_operands_u32(pf);
+      Producer::template kv_read<C>(p, ring, stage, i, n, t, bh, lane);
+    }
+    sched.release_q();  // every S of this item retired: sQ may be refilled
+  }
+#endif
+};
+
+// Intra-warpgroup overlap: S(i) = QK_i^T runs on the tensor cores while P(i-1)V(i-1) is queued
+// behind it; the softmax of S(i) then overlaps the P(i-1)V(i-1) wgmma. P(i-1)'s registers live
+// until that wgmma retires. Unmasked tiles take the stale-max softmax where C::kStale.
+struct OverlappedMainloop {
+  static constexpr bool kOverlap = true;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  template <class C, class Producer, class Scheduler, class Turns>
+  static __device__ __forceinline__ void run(
+      const Params& p, const KvRing& ring, const Scheduler& sched, Turns& turns,
+      const uint8_t* q_wg, int it, int n, int t0, int mask_from, const int (&lim)[2], int,
+      int warp, int lane, float (&o)[C::D / 2], float (&m_run)[2], float (&l_run)[2],
+      float (&alpha)[2], float (&s)[C::BN / 2], uint32_t (&pf)[C::BN / 16][4]) {
+    using Softmax = OnlineSoftmax<C::BN, C::D>;
+    using Mma = TileMma<C>;
+    const int stage0 = it % C::kStages;
+    mbar_wait(&ring.k_full[stage0], (it / C::kStages) & 1);
+    turns.begin();
+    wgmma_fence();
+    Mma::qk(s, q_wg, ring.sK + stage0 * C::kKVBytes);
+    wgmma_commit();
+    turns.end(n + 1);
+    wgmma_wait<0>();
+    wgmma_fence_operands(s);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&ring.k_empty[stage0]);
+    Softmax::step(s, m_run, l_run, alpha, t0 >= mask_from, t0 * C::BN, lim, p.Skv, p.scale_log2,
+                  lane);
+    Mma::pack_p(s, pf);  // o is still 0: no rescale
+    for (int i = 1; i < n; ++i) {
+      const int stage = (it + i) % C::kStages, pstage = (it + i - 1) % C::kStages;
+      const int t = t0 + i;
+      mbar_wait(&ring.k_full[stage], ((it + i) / C::kStages) & 1);
+      mbar_wait(&ring.v_full[pstage], ((it + i - 1) / C::kStages) & 1);
+      turns.begin();
+      wgmma_fence();
+      Mma::qk(s, q_wg, ring.sK + stage * C::kKVBytes);
+      wgmma_commit();
+      Mma::pv(o, pf, ring.sV + pstage * C::kKVBytes);
+      wgmma_commit();
+      turns.end(n + 1);
+      wgmma_wait<1>();  // S(i) done, P(i-1)V(i-1) may still run
+      wgmma_fence_operands(s);
+      if (C::kStale && t < mask_from && Softmax::stale_step(s, m_run, l_run, p.scale_log2)) {
+        alpha[0] = alpha[1] = 1.f;  // the max did not move: O needs no rescale
+      } else {
+        if (C::kStale && t < mask_from)  // a P overflowed the stale max: S again from smem
+          Mma::qk_mma_sync(s, q_wg, ring.sK + stage * C::kKVBytes, warp, lane);
+        Softmax::step(s, m_run, l_run, alpha, t >= mask_from, t * C::BN, lim, p.Skv,
+                      p.scale_log2, lane);
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&ring.k_empty[stage]);  // K(i) read (by the fallback too)
+      // Keep the softmax before the wait for P(i-1)V(i-1): ptxas otherwise hoists that wait
+      // into the middle of the masking code (seen in the SASS) and the overlap is lost. The
+      // wait depends (by a branch) on l, which depends on every exp2 of the tile.
+      wgmma_fence_operands(s);
+      wgmma_fence_operands(l_run);
+      wgmma_fence_operands(alpha);
+      wgmma_wait0_after(l_run[0] + l_run[1]);
+      wgmma_fence_operands(o);
+      wgmma_fence_operands_u32(pf);  // pf stays live (unclobbered) until the PV retired
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&ring.v_empty[pstage]);
+      Softmax::rescale_o(o, alpha);
+      Mma::pack_p(s, pf);
+    }
+    sched.release_q();  // every S of this item retired: sQ may be refilled
+    const int lstage = (it + n - 1) % C::kStages;
+    mbar_wait(&ring.v_full[lstage], ((it + n - 1) / C::kStages) & 1);
+    turns.begin();
+    wgmma_fence();
+    Mma::pv(o, pf, ring.sV + lstage * C::kKVBytes);
+    wgmma_commit();
+    turns.end(n + 1);
+    wgmma_wait<0>();
+    wgmma_fence_operands(o);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&ring.v_empty[lstage]);
+  }
+#endif
+};
 
 }  // namespace hattn
 }  // namespace kl
