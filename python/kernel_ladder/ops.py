@@ -1,12 +1,16 @@
 """The entry points as torch.library custom ops (namespace `kernel_ladder`).
 
 Each public function checks its tensors (CUDA, dtype, contiguity, shapes) with a clear error, then
-calls the custom op, which calls the library on the current CUDA stream of the input's device. The
-library picks the rung and refuses what it cannot compute (alignment, sizes) with its own message,
-raised here as KernelLadderError. Every op has a fake (meta) implementation, so it traces under
-torch.compile, and none synchronizes or allocates outside PyTorch's caching allocator, so it can be
-captured in a CUDA graph.
+calls the library on the current CUDA stream of the input's device. The library picks the rung and
+refuses what it cannot compute (alignment, sizes) with its own message, raised here as
+KernelLadderError. Every op is a custom op with a fake (meta) implementation, so it traces under
+torch.compile; none synchronizes or allocates outside PyTorch's caching allocator, so it can be
+captured in a CUDA graph. Called eagerly on plain tensors that need no gradient, a public function
+calls the implementation directly: the custom-op dispatch is for tracing, and costs more than the
+kernel launch itself on small shapes.
 """
+import contextlib
+
 import torch
 
 from . import _lib
@@ -49,6 +53,19 @@ def _ptr(t):
     return t.data_ptr()
 
 
+def _direct(*ts):
+    """True when the call can skip the custom-op dispatch: eager (not tracing), plain tensors (no
+    fake or other subclass), no gradient wanted."""
+    return not torch.compiler.is_compiling() and all(type(t) is torch.Tensor and not t.requires_grad for t in ts)
+
+
+def _on(device):
+    """The device guard, only when the tensors are not on the current device."""
+    if device.index == torch.cuda.current_device():
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
+
+
 # ---- workspace: one buffer per (op, device, stream), grown (zeroed) when a shape needs more. The
 # kernels leave it ready for the next launch, so it is zeroed only when it is (re)allocated.
 _workspaces = {}
@@ -75,14 +92,18 @@ def _check_rmsnorm(x, weight):
              "weight has shape %s; it must be [%d] (the last dimension of x)" % (tuple(weight.shape), x.shape[-1]))
 
 
+def _rmsnorm(x, weight, eps):
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with _on(x.device):
+        _lib.check(_lib.lib().kl_rmsnorm(_ptr(x), _ptr(weight), _ptr(y), rows, cols, eps, _DTYPES[x.dtype], _stream(x)))
+    return y
+
+
 @torch.library.custom_op("kernel_ladder::rmsnorm", mutates_args=())
 def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     _check_rmsnorm(x, weight)
-    y = torch.empty_like(x)
-    rows, cols = _rows_cols(x)
-    with torch.cuda.device(x.device):
-        _lib.check(_lib.lib().kl_rmsnorm(_ptr(x), _ptr(weight), _ptr(y), rows, cols, eps, _DTYPES[x.dtype], _stream(x)))
-    return y
+    return _rmsnorm(x, weight, eps)
 
 
 @_rmsnorm_op.register_fake
@@ -94,18 +115,24 @@ def _(x, weight, eps):
 def rmsnorm(x, weight, eps=1e-6):
     """y = x / sqrt(mean(x^2, -1) + eps) * weight over the last dimension; f32 or bf16."""
     _check_rmsnorm(x, weight)
+    if _direct(x, weight):
+        return _rmsnorm(x, weight, float(eps))
     return torch.ops.kernel_ladder.rmsnorm(x, weight, float(eps))
+
+
+def _add_rmsnorm(residual, x, weight, eps):
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with _on(x.device):
+        _lib.check(_lib.lib().kl_add_rmsnorm(_ptr(residual), _ptr(x), _ptr(weight), _ptr(y), rows, cols, eps,
+                                             _DTYPES[x.dtype], _stream(x)))
+    return y
 
 
 @torch.library.custom_op("kernel_ladder::add_rmsnorm", mutates_args=("residual",))
 def _add_rmsnorm_op(residual: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     _check_add_rmsnorm(residual, x, weight)
-    y = torch.empty_like(x)
-    rows, cols = _rows_cols(x)
-    with torch.cuda.device(x.device):
-        _lib.check(_lib.lib().kl_add_rmsnorm(_ptr(residual), _ptr(x), _ptr(weight), _ptr(y), rows, cols, eps,
-                                             _DTYPES[x.dtype], _stream(x)))
-    return y
+    return _add_rmsnorm(residual, x, weight, eps)
 
 
 def _check_add_rmsnorm(residual, x, weight):
@@ -125,6 +152,8 @@ def _(residual, x, weight, eps):
 def add_rmsnorm(residual, x, weight, eps=1e-6):
     """residual += x (in place, rounded to its dtype); returns rmsnorm(residual, weight, eps)."""
     _check_add_rmsnorm(residual, x, weight)
+    if _direct(residual, x, weight):
+        return _add_rmsnorm(residual, x, weight, float(eps))
     return torch.ops.kernel_ladder.add_rmsnorm(residual, x, weight, float(eps))
 
 
@@ -138,14 +167,18 @@ def _check_swiglu(gate, up):
         tuple(gate.shape), tuple(up.shape)))
 
 
+def _swiglu(gate, up):
+    y = torch.empty_like(gate)
+    rows, cols = _rows_cols(gate)
+    with _on(gate.device):
+        _lib.check(_lib.lib().kl_swiglu(_ptr(gate), _ptr(up), _ptr(y), rows, cols, _DTYPES[gate.dtype], _stream(gate)))
+    return y
+
+
 @torch.library.custom_op("kernel_ladder::swiglu", mutates_args=())
 def _swiglu_op(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     _check_swiglu(gate, up)
-    y = torch.empty_like(gate)
-    rows, cols = _rows_cols(gate)
-    with torch.cuda.device(gate.device):
-        _lib.check(_lib.lib().kl_swiglu(_ptr(gate), _ptr(up), _ptr(y), rows, cols, _DTYPES[gate.dtype], _stream(gate)))
-    return y
+    return _swiglu(gate, up)
 
 
 @_swiglu_op.register_fake
@@ -157,17 +190,23 @@ def _(gate, up):
 def swiglu(gate, up):
     """silu(gate) * up, elementwise; f32 or bf16."""
     _check_swiglu(gate, up)
+    if _direct(gate, up):
+        return _swiglu(gate, up)
     return torch.ops.kernel_ladder.swiglu(gate, up)
+
+
+def _softmax(x):
+    y = torch.empty_like(x)
+    rows, cols = _rows_cols(x)
+    with _on(x.device):
+        _lib.check(_lib.lib().kl_softmax(_ptr(x), _ptr(y), rows, cols, _DTYPES[x.dtype], _stream(x)))
+    return y
 
 
 @torch.library.custom_op("kernel_ladder::softmax", mutates_args=())
 def _softmax_op(x: torch.Tensor) -> torch.Tensor:
     _check_tensor("x", x, _DTYPES)
-    y = torch.empty_like(x)
-    rows, cols = _rows_cols(x)
-    with torch.cuda.device(x.device):
-        _lib.check(_lib.lib().kl_softmax(_ptr(x), _ptr(y), rows, cols, _DTYPES[x.dtype], _stream(x)))
-    return y
+    return _softmax(x)
 
 
 @_softmax_op.register_fake
@@ -179,6 +218,8 @@ def _(x):
 def softmax(x):
     """Softmax over the last dimension; f32 or bf16."""
     _check_tensor("x", x, _DTYPES)
+    if _direct(x):
+        return _softmax(x)
     return torch.ops.kernel_ladder.softmax(x)
 
 
@@ -196,19 +237,23 @@ def _check_linear(x, weight):
                  tuple(weight.shape), tuple(x.shape), x.shape[-1] if x.dim() else 0))
 
 
-@torch.library.custom_op("kernel_ladder::linear", mutates_args=())
-def _linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    _check_linear(x, weight)
+def _linear(x, weight):
     M, K = _rows_cols(x)
     N = weight.shape[0]
     y = torch.empty(tuple(x.shape[:-1]) + (N,), dtype=x.dtype, device=x.device)
-    with torch.cuda.device(x.device):
+    with _on(x.device):
         L = _lib.lib()
         nbytes = _lib.workspace_bytes(L.kl_linear_bf16_workspace_bytes, M, N, K)
         ws = _workspace("linear", x.device, nbytes)
         _lib.check(L.kl_linear_bf16(_ptr(x), _ptr(weight), _ptr(y), M, N, K, ws.data_ptr() if ws is not None else None,
                                     nbytes, _stream(x)))
     return y
+
+
+@torch.library.custom_op("kernel_ladder::linear", mutates_args=())
+def _linear_op(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    _check_linear(x, weight)
+    return _linear(x, weight)
 
 
 @_linear_op.register_fake
@@ -220,6 +265,8 @@ def _(x, weight):
 def linear(x, weight):
     """x @ weight.T for bf16 x [..., K] and weight [N, K] (fp32 accumulation, no bias)."""
     _check_linear(x, weight)
+    if _direct(x, weight):
+        return _linear(x, weight)
     return torch.ops.kernel_ladder.linear(x, weight)
 
 
@@ -235,19 +282,23 @@ def _check_attention(q, k, v):
              "q %s and k %s differ in batch or head_dim" % (tuple(q.shape), tuple(k.shape)))
 
 
-@torch.library.custom_op("kernel_ladder::attention", mutates_args=())
-def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float) -> torch.Tensor:
-    _check_attention(q, k, v)
+def _attention(q, k, v, causal, scale):
     B, Hq, Sq, D = q.shape
     Hkv, Skv = k.shape[1], k.shape[2]
     o = torch.empty_like(q)
-    with torch.cuda.device(q.device):
+    with _on(q.device):
         L = _lib.lib()
         nbytes = _lib.workspace_bytes(L.kl_attention_workspace_bytes, B, Hq, Hkv, Sq, Skv, D, int(causal))
         ws = _workspace("attention", q.device, nbytes)
         _lib.check(L.kl_attention(_ptr(q), _ptr(k), _ptr(v), _ptr(o), B, Hq, Hkv, Sq, Skv, D, int(causal), scale,
                                   ws.data_ptr() if ws is not None else None, nbytes, _stream(q)))
     return o
+
+
+@torch.library.custom_op("kernel_ladder::attention", mutates_args=())
+def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float) -> torch.Tensor:
+    _check_attention(q, k, v)
+    return _attention(q, k, v, causal, scale)
 
 
 @_attention_op.register_fake
@@ -264,4 +315,7 @@ def attention(q, k, v, causal=False, scale=None):
     scale defaults to 1/sqrt(D).
     """
     _check_attention(q, k, v)
-    return torch.ops.kernel_ladder.attention(q, k, v, bool(causal), 0.0 if scale is None else float(scale))
+    scale = 0.0 if scale is None else float(scale)
+    if _direct(q, k, v):
+        return _attention(q, k, v, bool(causal), scale)
+    return torch.ops.kernel_ladder.attention(q, k, v, bool(causal), scale)

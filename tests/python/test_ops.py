@@ -149,6 +149,32 @@ def test_attention():
     close(kl.attention(q, k, v, scale=0.05), ref_attention(q, k, v, False, 0.05), 2e-2, 2e-2, "attention scale")
 
 
+# ---- the custom-op path: eager calls skip the dispatch; torch.ops.kernel_ladder.* must agree
+
+def test_custom_op_path_matches_direct_calls():
+    x = torch.randn(6, 512, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(512, device=DEV, dtype=torch.bfloat16)
+    ops = torch.ops.kernel_ladder
+    assert torch.equal(ops.rmsnorm(x, w, 1e-6), kl.rmsnorm(x, w))
+    r1, r2 = x.clone(), x.clone()
+    assert torch.equal(ops.add_rmsnorm(r1, x, w, 1e-6), kl.add_rmsnorm(r2, x, w)) and torch.equal(r1, r2)
+    assert torch.equal(ops.swiglu(x, x), kl.swiglu(x, x))
+    assert torch.equal(ops.softmax(x), kl.softmax(x))
+    wl = torch.randn(64, 512, device=DEV, dtype=torch.bfloat16)
+    assert torch.equal(ops.linear(x, wl), kl.linear(x, wl))
+    q = torch.randn(1, 4, 8, 64, device=DEV, dtype=torch.bfloat16)
+    assert torch.equal(ops.attention(q, q, q, True, 0.0), kl.attention(q, q, q, causal=True))
+    # A tensor that wants a gradient goes through the custom op (which has no backward) and says so
+    # at backward time, instead of silently returning a tensor cut from the graph.
+    xg = x.float().requires_grad_()
+    y = kl.softmax(xg)
+    try:
+        y.sum().backward()
+    except RuntimeError:
+        return
+    raise AssertionError("backward through kernel_ladder.softmax did not raise")
+
+
 # ---- torch.compile, CUDA graphs, streams
 
 def block(x, r, w_norm, w_gate, w_up, w_down):
