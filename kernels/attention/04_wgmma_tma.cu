@@ -10,6 +10,7 @@
 //   Hopper tensor-core rates; TMA removes cp.async's address arithmetic.
 // Limits: all 256 threads compute and thread 0 refills a stage after a __syncthreads, so every
 //   refill waits for the slowest warpgroup (rung 05).
+// Code: the kernel hopper_fa.cuh, its pieces hopper_fa_*.cuh; this rung is their Defaults.
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 4
 #endif

@@ -8,6 +8,7 @@
 //   (40) to the consumers (232) so S, O and P stay resident.
 // Why: in rung 04 every refill waits for the slowest warpgroup and the issuing thread computes too.
 // Limits: the tensor cores idle during each softmax (rung 06).
+// Code: `using Producer = ProducerWarpgroup` (hopper_fa_mainloop.cuh).
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 5
 #endif

@@ -8,6 +8,7 @@
 // Why: in rung 05 the tensor cores idle during each softmax (exp2, max, sum).
 // Limits: the two warpgroups run in lock-step, so each one's softmax still competes with its own
 //   P V only (rung 07). The entry point's non-causal long pick.
+// Code: `using Mainloop = OverlappedMainloop` (hopper_fa_mainloop.cuh).
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 6
 #endif

@@ -8,6 +8,7 @@
 // Limits: 06 already hides most of the softmax under its own P V; the hand-off costs a bar.sync
 //   per batch and serializes the two warpgroups' issue, so it pays only on some shapes. Kept:
 //   rung 08 builds on it.
+// Code: `using WarpgroupTurns = PingpongTurns` (hopper_fa_mainloop.cuh).
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 7
 #endif

@@ -10,6 +10,7 @@
 // Why: causal row tile m costs ~(m + 1) KV tiles; block order leaves the heavy tiles of the last
 //   heads for a tail of few busy SMs, and every CTA pays its own pipeline fill and drain.
 // Limits: non-causal shapes get only the fill/drain overlap. The entry point's causal pick.
+// Code: `using Scheduler = HeaviestFirstScheduler` (hopper_fa_scheduler.cuh).
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 8
 #endif

@@ -15,8 +15,16 @@
 //   S[64 x BN]  = Q_wg[64 x D] * K_t^T      wgmma SS, both K-major 128B-swizzled TMA tiles
 //   P = online_softmax(S)                    in registers, accumulator layout
 //   O[64 x D]  += P[64 x BN] * V_t[BN x D]   wgmma RS: P re-packed as A fragments, V N-major
-// Shared memory (every tile base 1024-byte aligned; "panel" = 64 columns = 128-byte rows):
-//   sQ [D/64][BM][64], sK/sV [kStages][D/64][BN][64], then the mbarriers.
+//
+// The kernel below only lays out shared memory and composes named pieces, each chosen by the
+// rung's configuration (a `using` in Defaults or a rung file):
+//   Scheduler       which items a CTA computes            hopper_fa_scheduler.cuh
+//   Producer        who issues the Q/K/V TMA loads        hopper_fa_mainloop.cuh
+//   Mainloop        the consumers' loop over KV tiles     hopper_fa_mainloop.cuh
+//   WarpgroupTurns  when a consumer warpgroup may issue   hopper_fa_mainloop.cuh
+// and the fixed ones: OnlineSoftmax (hopper_fa_softmax.cuh), TileMma / KvLoads / KvRing
+// (hopper_fa_mainloop.cuh), OutputEpilogue (hopper_fa_epilogue.cuh), Cfg / Params
+// (hopper_fa_config.cuh).
 #pragma once
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -47,11 +55,11 @@ namespace hattn {
 
 // A rung's named choices (and head_dim, 64 or 128, which every configuration sets). Each rung file
 // writes its configuration as its parent's plus the one choice it changes (04_wgmma_tma.cu starts
-// from these defaults); the kernel reads the derived constants of Cfg<Choices> below. Every rung
-// has its own configuration type, so every rung file instantiates its own kernel: two files
-// instantiating one kernel type would share one (deduplicated) host stub, and with it the once-only
-// shared-memory attribute, while each registers its own device copy, so the second would launch
-// without the attribute (cudaErrorInvalidValue).
+// from these defaults); the kernel reads the derived constants of Cfg<Choices>
+// (hopper_fa_config.cuh). Every rung has its own configuration type, so every rung file
+// instantiates its own kernel: two files instantiating one kernel type would share one
+// (deduplicated) host stub, and with it the once-only shared-memory attribute, while each registers
+// its own device copy, so the second would launch without the attribute (cudaErrorInvalidValue).
 struct Defaults {
   static constexpr int consumer_warpgroups = 2;    // 64 query rows each
   static constexpr int kv_tile = 128;              // keys per KV tile (the wgmma N of S)
