@@ -35,10 +35,10 @@
 #include <cmath>
 #include <string>
 
-#include "attention/attention.h"
+#include "kl/attention.h"
 #include "attention/attention_internal.h"
-#include "common/check.h"
-#include "common/device.h"
+#include "kl/check.h"
+#include "kl/device.h"
 #include "common/hopper.cuh"
 #include "common/hopper_attn.cuh"
 #include "common/mma.cuh"
