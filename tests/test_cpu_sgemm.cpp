@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/check.h"
-#include "kernels/sgemm/sgemm.h"
+#include "kl/check.h"
+#include "kl/sgemm.h"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "common/hopper.cuh"
 #include "common/tma.h"
-#include "gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 
 namespace kl {
 namespace hopper_gemm {

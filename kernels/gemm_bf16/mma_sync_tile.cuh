@@ -17,11 +17,11 @@
 
 #include <type_traits>
 
-#include "common/check.h"
+#include "kl/check.h"
 #include "common/cp_async4.cuh"
 #include "common/gemm_tile.cuh"
 #include "common/mma.cuh"
-#include "gemm_bf16/gemm_bf16.h"
+#include "kl/gemm_bf16.h"
 #include "gemm_bf16/gemm_bf16_rungs.h"
 
 namespace kl::gemm_bf16_detail {

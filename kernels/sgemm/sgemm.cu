@@ -1,7 +1,7 @@
 // kernels/sgemm/sgemm.cu — the sgemm rung table (written once, here) and the entry point.
 #include <sstream>
 
-#include "sgemm.h"
+#include "kl/sgemm.h"
 #include "sgemm_internal.h"
 
 namespace kl {

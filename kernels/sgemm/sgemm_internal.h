@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "sgemm.h"
+#include "kl/sgemm.h"
 
 namespace kl::sgemm_detail {
 
