@@ -1,5 +1,5 @@
 // tests/rowops_test_util.h — small device-buffer and comparison helpers shared by the swiglu and
-// softmax GPU tests (host values in, rounded to the storage type, misaligned on request).
+// softmax GPU tests (host values in, rounded to the storage type, misaligned when asked).
 #pragma once
 #include <gtest/gtest.h>
 
