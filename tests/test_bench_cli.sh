@@ -113,7 +113,7 @@ for bin in "${bins[@]}"; do
   expect "$bin" 2 "--shape negative" --shape=-5
   expect "$bin" 2 "--shape missing value" --shape
   case "$fam" in
-    gemm_bf16 | attention) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
+    gemm_bf16 | attention | rope) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
     sgemm) expect "$bin" 2 "--dtype bf16 unsupported" --dtype bf16 ;;
   esac
   case "$fam" in
@@ -160,6 +160,27 @@ for bin in "${bins[@]}"; do
       expect_no_host_memory 240518168576 "$bin" "--shape host memory (224 GiB)" --shape 131072x131072
       ;;
   esac
+  if [ "$fam" = rope ]; then
+    expect "$bin" 2 "--shape zero B" --shape B=0,S=4
+    expect "$bin" 2 "--shape zero S" --shape B=1,S=0
+    expect "$bin" 2 "--shape zero Hkv" --shape B=1,S=4,Hkv=0
+    expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,S=4,D=96
+    expect "$bin" 2 "--shape S > L" --shape B=1,S=8,L=4
+    expect "$bin" 2 "--shape B above 2^31-1" --shape B=2147483648,S=1
+    expect "$bin" 2 "--shape above 2^34 qkv elements" --shape B=1,S=2147483647
+    expect "$bin" 2 "--shape cache above 2^34 elements" --shape B=64,S=1,L=2147483647
+    expect "$bin" 2 "--op unknown" --op nope
+    expect "$bin" 2 "--op missing value" --op
+    expect "$bin" 2 "--theta zero" --theta 0
+    expect "$bin" 2 "--theta negative" --theta -10000
+    expect "$bin" 2 "--theta nan" --theta nan
+    expect "$bin" 2 "--theta inf" --theta inf
+    expect "$bin" 2 "--theta beyond a float" --theta 1e39
+    expect "$bin" 2 "--theta not a number" --theta abc
+    expect "$bin" 2 "--theta empty" --theta=
+    # 2^34 qkv elements (Llama-3-8B heads): 26 bytes each of host buffers, 416 GiB
+    expect_no_host_memory 446676598784 "$bin" "--shape host memory (416 GiB)" --shape B=1,S=2796202
+  fi
   if [ "$fam" = attention ]; then
     expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=96,causal=0
     expect "$bin" 2 "--shape Hkv not dividing Hq" --shape B=1,Hq=4,Hkv=3,Sq=64,Skv=64,D=64,causal=0

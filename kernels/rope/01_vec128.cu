@@ -4,7 +4,7 @@
 // Change: thread u owns pairs [8j, 8j + 8) of one q or k head of one token: it loads x[8j..8j+8)
 //   and x[D/2+8j..D/2+8j+8) as two 16-byte vectors, computes the 8 angles once for both halves and
 //   stores two 16-byte vectors (tokens layout only). The flat index is split with 32-bit division
-//   when the launch has fewer than 2^32 threads.
+//   when the grid has fewer than 2^32 threads.
 // Why: 8x fewer load instructions per byte, 512 contiguous bytes per warp instruction, and each
 //   sine/cosine serves both outputs of its pair.
 // Limits: needs 16-byte-aligned qkv, q_out, k_out; the angles are still recomputed for every head
@@ -48,7 +48,7 @@ void rope_vec128_launch(const RopeArgs& a, cudaStream_t s) {
   if (T == 0) return;
   const long long n = T * (a.Hq + a.Hkv) * (a.D / 16);
   const long long blocks = (n + kThreads - 1) / kThreads;
-  if (n < (1LL << 32))
+  if (n <= (1LL << 32) - kThreads)  // every thread index of the grid fits in 32 bits
     rope_vec128_kernel<unsigned><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
         rope_params(a), static_cast<unsigned>(n));
   else

@@ -56,7 +56,7 @@ void rope_kv_cache_launch(const RopeArgs& a, cudaStream_t s) {
   if (T == 0) return;
   const long long n = T * (a.Hq + 2LL * a.Hkv) * (a.D / 16);
   const long long blocks = (n + kThreads - 1) / kThreads;
-  if (n < (1LL << 32))
+  if (n <= (1LL << 32) - kThreads)  // every thread index of the grid fits in 32 bits
     rope_kv_cache_kernel<unsigned><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
         rope_params(a), static_cast<unsigned>(n));
   else
