@@ -41,10 +41,10 @@ import os
 import re
 import sys
 
-FAMILY_ORDER = ["rmsnorm", "swiglu", "softmax", "sgemm", "gemm_bf16", "attention"]
+FAMILY_ORDER = ["rmsnorm", "swiglu", "softmax", "rope", "sgemm", "gemm_bf16", "attention"]
 TORCH_IMPLS = ["torch", "torch_compile", "torch_sdpa_flash", "torch_sdpa_cudnn"]
 REF_IMPLS = ["cublas", "cudaMemcpy"]
-MEMORY_OPS = {"rmsnorm", "add_rmsnorm", "swiglu", "softmax", "decode"}
+MEMORY_OPS = {"rmsnorm", "add_rmsnorm", "swiglu", "softmax", "rope", "rope_kv", "decode"}
 # Compute ceiling per family (bench_peak op names), in order of preference.
 CEILINGS = {
     "gemm_bf16": [("wgmma_bf16", "wgmma"), ("mma_sync_bf16", "mma")],
@@ -78,6 +78,8 @@ CHART = {
                 ("add_rmsnorm", "bf16", {"rows": 16384, "cols": 8192}, "add + rmsnorm")],
     "swiglu": [("swiglu", "bf16", {"rows": 16384, "cols": 8192}, "swiglu")],
     "softmax": [("softmax", "bf16", {"rows": 16384, "cols": 8192}, "softmax")],
+    "rope": [("rope", "bf16", {"B": 1, "S": 16384, "Hq": 32, "Hkv": 8, "D": 128}, "rope T=16384"),
+             ("rope_kv", "bf16", {"B": 1, "S": 16384, "Hq": 32, "Hkv": 8, "D": 128}, "rope + KV cache T=16384")],
     "sgemm": [("sgemm", "f32", {"M": 4096, "N": 4096, "K": 4096}, "sgemm 4096³")],
     "gemm_bf16": [("gemm", "bf16", {"M": 4096, "N": 4096, "K": 4096}, "bf16 GEMM 4096³"),
                   ("gemm", "bf16", {"M": 16, "N": 4096, "K": 4096}, "decode GEMM M=16")],
@@ -341,7 +343,8 @@ def fmt_ratio(x, mark=""):
 
 
 def short_shape(shape):
-    """"16384×8192", "4096×4096×4096", "B=1 H=32/8 S=1/32768 D=128 causal" for charts and headlines."""
+    """"16384×8192", "4096×4096×4096", "B=1 H=32/8 S=1/32768 D=128 causal", "B=1 S=4096 H=32/8 D=128 L=4096"
+    for charts and headlines."""
     k = set(shape)
     if k == {"rows", "cols"}:
         return "%d×%d" % (shape["rows"], shape["cols"])
@@ -351,6 +354,9 @@ def short_shape(shape):
         s = "B=%d H=%d/%d S=%d/%d D=%d" % (shape["B"], shape["Hq"], shape["Hkv"], shape["Sq"],
                                           shape["Skv"], shape["D"])
         return s + (" causal" if shape.get("causal") else "")
+    if k == {"B", "S", "Hq", "Hkv", "D", "L"}:
+        return "B=%d S=%d H=%d/%d D=%d L=%d" % (shape["B"], shape["S"], shape["Hq"], shape["Hkv"], shape["D"],
+                                               shape["L"])
     return ",".join("%s=%s" % kv for kv in shape.items())
 
 

@@ -68,6 +68,9 @@ timeout_for() {
 #   softmax  rows=300,cols=4096: >= 2 x SMs rows of 128..512 threads (rung 06); rows=8,cols=8192:
 #            the 256-thread bf16 class of rung 08; 64 x 4096: a row split over a cluster (rung 05);
 #            33 x 999: odd rows.
+#   rope     both ops (the tokens layout: rungs 00, 01; the attention layout: 00, 02): a prefill of
+#            2 sequences of 33 tokens into caches of 40 rows (GQA 4, D 128) and a decode step of 3
+#            sequences (MHA, D 64).
 #   sgemm    256 x 256 takes every tile's divisibility path; K kept short (racecheck) except K=288:
 #            4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage).
 #   gemm_bf16  M=16 with K=1024 reaches the decode and split-K paths; 130 x 72 x 96 the ragged tiles.
@@ -82,6 +85,8 @@ shapes_for() {
     softmax)
       echo "--dtype f32,bf16 --shape rows=64,cols=4096 --shape rows=33,cols=999" \
            "--shape rows=300,cols=4096 --shape rows=8,cols=8192" ;;
+    rope)
+      echo "--shape B=2,S=33,Hq=8,Hkv=2,D=128,L=40 --shape B=3,S=1,Hq=4,Hkv=4,D=64,L=17" ;;
     sgemm)
       echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;
     gemm_bf16)
