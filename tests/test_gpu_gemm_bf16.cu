@@ -123,6 +123,47 @@ const std::vector<Shape3> kShapes = {
 
 const std::vector<Rung<GemmBf16Args>>& table() { return gemm_bf16_rungs(); }
 
+// On a card without sm_90a the entry point must take the best portable rung of each shape class.
+// We cannot time an sm_120 card, so the picks are made for a faked RTX 5090 description (sm_120,
+// 170 SMs, 99 KB of shared memory per block; the plans' occupancy queries still run on this GPU),
+// and "best" is the portable rungs' order in the committed H200 rows (results/h200/gemm_bf16.jsonl):
+// 04 (Stream-K) leads the narrow decode shapes and the one-wave prefill, 03 the wide decode shapes
+// up to M = 32 and the larger prefill shapes.
+TEST(GemmBf16, PicksOnSm120TakeTheBestPortableRung) {
+  KL_REQUIRE_GPU();
+  DeviceInfo d = device_info();
+  d.name = "fake RTX 5090";
+  d.cc_major = 12;
+  d.cc_minor = 0;
+  d.sms = 170;
+  d.l2_bytes = 96ll << 20;
+  d.smem_optin = 101376;
+  d.smem_per_sm = 102400;
+  struct Case { int M, N, K, want; const char* cls; };
+  const Case cases[] = {
+      {1, 4096, 4096, 4, "decode, narrow, M <= 8"},   {16, 4096, 4096, 4, "decode, narrow, M <= 16"},
+      {32, 4096, 4096, 4, "decode, narrow, M <= 32"}, {64, 4096, 11008, 4, "decode, narrow, M <= 64"},
+      {1, 11008, 4096, 3, "decode, wide, M <= 16"},   {32, 11008, 4096, 3, "decode, wide, M <= 32"},
+      {64, 11008, 4096, 4, "decode, wide, M <= 64"},  {1024, 1024, 1024, 4, "one wave"},
+      {4096, 4096, 4096, 3, "prefill"},               {4096, 11008, 4096, 3, "prefill"},
+  };
+  for (const Case& c : cases) {
+    GemmBf16Args a;
+    a.A = reinterpret_cast<const __nv_bfloat16*>(uintptr_t(1) << 20);  // never dereferenced
+    a.W = reinterpret_cast<const __nv_bfloat16*>(uintptr_t(2) << 20);
+    a.C = reinterpret_cast<__nv_bfloat16*>(uintptr_t(3) << 20);
+    a.M = c.M, a.N = c.N, a.K = c.K;
+    a.workspace_bytes = gemm_bf16_workspace_bytes(c.M, c.N, c.K, d);
+    a.workspace = a.workspace_bytes ? reinterpret_cast<void*>(uintptr_t(4) << 20) : nullptr;
+    const Rung<GemmBf16Args>* r = gemm_bf16_pick(a, d);
+    ASSERT_NE(r, nullptr) << c.cls;
+    EXPECT_EQ(r->number, c.want) << c.M << "x" << c.N << "x" << c.K << " (" << c.cls << ") picked "
+                                 << r->number << " " << r->name;
+    for (int hopper : {5, 8, 11, 12, 15, 16})
+      EXPECT_NE(table()[hopper].supports(a, d).find("sm_90a"), std::string::npos) << hopper;
+  }
+}
+
 TEST(GemmBf16, TableListsPart1InOrder) {
   const auto& t = table();
   ASSERT_GE(t.size(), 5u);

@@ -122,8 +122,8 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: the
   // 128x128 wgmma rung 05 and rung 03's 64x128 tile are ahead of 08 there.
   if (static_cast<long long>(a.M) * a.N <= (2ll << 20)) return ShapeClass::SmallPrefill;
-  // Everything larger: rung 12 (08 with a 4-deep ring) leads from 2048^3 up, then 08; part 1's
-  // Stream-K hybrid (= 03's grid where it does not split) ahead of 03.
+  // Everything larger: rung 12 (08 with a 4-deep ring) leads from 2048^3 up, then 08. Of the
+  // portable rungs (all a card without sm_90a has), 03 leads 04 on most of these shapes.
   return ShapeClass::Prefill;
 }
 
@@ -135,9 +135,11 @@ const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide32 = {15, 3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide64 = {15, 11, 4, 3, 10, 2, 1, 0};
-  static const std::vector<int> kOneWave = {16, 5, 3, 12, 8, 4, 2, 1, 0};
+  // Where the sm_90a rungs refuse (sm_120), each list falls to the portable rungs (04, 10, 03, ...)
+  // in their measured order for the class; tests/test_cpu_gemm_bf16.cpp checks it on a faked sm_120.
+  static const std::vector<int> kOneWave = {16, 5, 4, 3, 12, 8, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
-  static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+  static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 3, 4, 2, 1, 0};
   switch (c) {
     case ShapeClass::DecodeOne: return kDecodeOne;
     case ShapeClass::Decode16: return kDecode16;
