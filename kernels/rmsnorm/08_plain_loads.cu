@@ -25,7 +25,7 @@ void rmsnorm_plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) {
   const RowRegsConfig cfg = row_regs_config(a.dtype, a.rows, a.cols, me, C, sms);
   RowRegsParams p{a.x, a.w, a.y, nullptr, a.rows, a.cols, a.eps,
                   cfg.group, cfg.rows_per_block, cfg.cluster, cfg.slice};
-  p.ld_normal = 1;  // the one change
+  p.x_load = XLoad::plain;  // the one change
   launch_row_regs(p, cfg, a.dtype, vec_ok(a), /*fused=*/false, s);
 }
 

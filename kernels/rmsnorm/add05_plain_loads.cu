@@ -20,7 +20,7 @@ void add_rmsnorm_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   const RowRegsConfig cfg = row_regs_config(a.dtype, a.rows, a.cols, me, C, sms);
   RowRegsParams p{a.x, a.w, a.y, a.r, a.rows, a.cols, a.eps,
                   cfg.group, cfg.rows_per_block, cfg.cluster, cfg.slice};
-  p.ld_normal = 1;  // the one change
+  p.x_load = XLoad::plain;  // the one change
   launch_row_regs(p, cfg, a.dtype, vec_ok(a), /*fused=*/true, s);
 }
 

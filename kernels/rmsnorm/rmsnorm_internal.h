@@ -43,6 +43,10 @@ KL_ADD_RMSNORM_RUNG(plain_loads)
 #undef KL_ADD_RMSNORM_RUNG
 
 // ---------------------------------------------------------------- register-resident kernel
+// How the register kernel reads x on the aligned path: the read-only, non-allocating path
+// (ld.global.nc.L1::no_allocate: rungs 04/05, fused 02/03) or plain ld.global (rung 08, fused 05).
+enum class XLoad : int { read_only_no_allocate, plain };
+
 // Kernel parameters (one struct: a single kernel argument).
 struct RowRegsParams {
   const void* x;
@@ -55,7 +59,7 @@ struct RowRegsParams {
   int rows_per_block;  // R: groups per block; block = G * R threads (<= 1024)
   int cluster;         // C: blocks (one cluster) that split one row; 1 = no cluster
   int slice;           // columns per block slice, a multiple of the vector width; C * slice >= cols
-  int ld_normal = 0;   // 1: x loaded with plain ld.global (rung 08 / fused 05), else .nc.L1::no_allocate
+  XLoad x_load = XLoad::read_only_no_allocate;  // (host side: picks the kernel's kXLoad)
 };
 
 // The launch shape for a row of `cols` split over `cluster` blocks, each thread holding at most

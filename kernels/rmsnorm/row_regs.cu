@@ -54,10 +54,10 @@ __device__ __forceinline__ float row_total(float ss, int G, int C, int g, int la
   return ss;
 }
 
-// kLdNormal (aligned path only): x by plain ld.global instead of ld.global.nc.L1::no_allocate
-// (rmsnorm rung 08 / fused 05); a template parameter so rungs 04/05 and fused 02/03 keep the exact
-// code they had before it.
-template <DType D, int V, bool kAligned, bool kFused, bool kLdNormal>
+// kXLoad (aligned path only): XLoad::plain reads x by plain ld.global instead of
+// ld.global.nc.L1::no_allocate (rmsnorm rung 08 / fused 05); a template parameter so rungs 04/05
+// and fused 02/03 keep the exact code they had before it.
+template <DType D, int V, bool kAligned, bool kFused, XLoad kXLoad>
 __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) {
   using E = Elem<D>;
   using T = typename E::T;
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
       for (int i = 0; i < V; ++i) {
         const int c = c0 + (i * G + lane) * K;
         raw[i] = have[i] ? ld16<Ld::normal>(r + c) : make_uint4(0, 0, 0, 0);  // r is written below
-        rawx[i] = have[i] ? ld16<kLdNormal ? Ld::normal : Ld::nc_noalloc>(x + c)  // read once
+        rawx[i] = have[i] ? ld16<kXLoad == XLoad::plain ? Ld::normal : Ld::nc_noalloc>(x + c)  // read once
                           : make_uint4(0, 0, 0, 0);
       }
 #pragma unroll
@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
     } else {
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        raw[i] = have[i] ? ld16<kLdNormal ? Ld::normal : Ld::nc_noalloc>(
+        raw[i] = have[i] ? ld16<kXLoad == XLoad::plain ? Ld::normal : Ld::nc_noalloc>(
                                x + c0 + (i * G + lane) * K)  // read once
                          : make_uint4(0, 0, 0, 0);           // zeros add nothing to the sum
     }
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
   }
 }
 
-template <DType D, int V, bool A, bool F, bool L>
+template <DType D, int V, bool A, bool F, XLoad L>
 void launch_v(const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(cfg.blocks)), block(cfg.group * cfg.rows_per_block);
   if (cfg.cluster == 1) {
@@ -238,7 +238,7 @@ void launch_v(const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) 
 }
 
 // Instantiates only V <= the register budget of (D, F).
-template <DType D, bool A, bool F, bool L>
+template <DType D, bool A, bool F, XLoad L>
 void dispatch_v(int V, const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) {
   constexpr int kVmax = max_elems(D, F, A) / Elem<D>::kVec;
   switch (V) {
@@ -259,16 +259,18 @@ template <DType D>
 void dispatch_af(bool aligned, bool fused, int V, const RowRegsParams& p, const RowRegsConfig& cfg,
                  cudaStream_t s) {
   if (aligned) {  // the x load form matters on the aligned (16-byte) path only
-    if (p.ld_normal) {
-      if (fused) dispatch_v<D, true, true, true>(V, p, cfg, s);
-      else dispatch_v<D, true, false, true>(V, p, cfg, s);
+    constexpr XLoad kNc = XLoad::read_only_no_allocate, kPlain = XLoad::plain;
+    if (p.x_load == kPlain) {
+      if (fused) dispatch_v<D, true, true, kPlain>(V, p, cfg, s);
+      else dispatch_v<D, true, false, kPlain>(V, p, cfg, s);
     } else {
-      if (fused) dispatch_v<D, true, true, false>(V, p, cfg, s);
-      else dispatch_v<D, true, false, false>(V, p, cfg, s);
+      if (fused) dispatch_v<D, true, true, kNc>(V, p, cfg, s);
+      else dispatch_v<D, true, false, kNc>(V, p, cfg, s);
     }
   } else {
-    if (fused) dispatch_v<D, false, true, false>(V, p, cfg, s);
-    else dispatch_v<D, false, false, false>(V, p, cfg, s);
+    constexpr XLoad kNc = XLoad::read_only_no_allocate;
+    if (fused) dispatch_v<D, false, true, kNc>(V, p, cfg, s);
+    else dispatch_v<D, false, false, kNc>(V, p, cfg, s);
   }
 }
 
