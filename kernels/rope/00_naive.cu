@@ -22,24 +22,11 @@ __global__ void __launch_bounds__(kThreads)
   const int head = col / p.D, d = col - head * p.D, half = p.D / 2;
   const int pos = p.pos[t];
   const bf16* x = p.qkv + t * p.row + static_cast<long long>(head) * p.D;
-  bf16* dst;
-  if (!attention) {
-    dst = head < p.Hq ? p.q_out + (t * p.Hq + head) * p.D
-                      : p.k_out + (t * p.Hkv + (head - p.Hq)) * p.D;
-  } else {
-    const long long b = t / p.S, s = t - b * p.S;
-    if (head < p.Hq) {
-      dst = p.q_out + ((b * p.Hq + head) * p.S + s) * p.D;
-    } else {
-      if (pos < 0 || pos >= p.L) return;  // no cache row for this position
-      const bool is_k = head < p.Hq + p.Hkv;
-      const int h = head - p.Hq - (is_k ? 0 : p.Hkv);
-      dst = (is_k ? p.k_cache : p.v_cache) + ((b * p.Hkv + h) * p.L + pos) * p.D;
-      if (!is_k) {  // v: a copy (bf16 -> float -> bf16 is exact)
-        dst[d] = x[d];
-        return;
-      }
-    }
+  bf16* dst = attention ? attention_row(p, t, head, pos) : tokens_row(p, t, head);
+  if (!dst) return;  // no cache row for this position
+  if (head >= p.Hq + p.Hkv) {  // v (attention layout): a copy (bf16 -> float -> bf16 is exact)
+    dst[d] = x[d];
+    return;
   }
   const int i = d < half ? d : d - half;
   float s, c;

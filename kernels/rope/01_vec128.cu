@@ -18,19 +18,14 @@ template <class Index>
 __global__ void __launch_bounds__(kThreads) rope_vec128_kernel(const RopeParams p, Index n) {
   const Index u = static_cast<Index>(blockIdx.x) * kThreads + threadIdx.x;
   if (u >= n) return;
-  const int per_head = p.D / 16, half = p.D / 2;
-  const Index per_token = static_cast<Index>(p.Hq + p.Hkv) * per_head;
-  const Index t = u / per_token;
-  const int r = static_cast<int>(u - t * per_token);
-  const int head = r / per_head, i0 = (r - head * per_head) * 8;
-  const long long tl = static_cast<long long>(t);
-  const bf16* x = p.qkv + tl * p.row + static_cast<long long>(head) * p.D;
-  uint4 a = ld16(x + i0), b = ld16(x + half + i0);
-  rotate8(p, p.pos[tl], i0, a, b);
-  bf16* dst = head < p.Hq ? p.q_out + (tl * p.Hq + head) * p.D
-                          : p.k_out + (tl * p.Hkv + (head - p.Hq)) * p.D;
-  st16(dst + i0, a);
-  st16(dst + half + i0, b);
+  const PairBlock w = pair_block(u, p.Hq + p.Hkv, p.D);
+  const int half = p.D / 2;
+  const bf16* x = p.qkv + w.t * p.row + static_cast<long long>(w.head) * p.D;
+  uint4 a = ld16(x + w.i0), b = ld16(x + half + w.i0);
+  rotate8(p, p.pos[w.t], w.i0, a, b);
+  bf16* dst = tokens_row(p, w.t, w.head);
+  st16(dst + w.i0, a);
+  st16(dst + half + w.i0, b);
 }
 
 }  // namespace

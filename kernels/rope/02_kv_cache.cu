@@ -7,8 +7,8 @@
 // Why: the attention reads [B, H, S, D] and a KV cache; doing the layout change and the cache
 //   append in the RoPE pass saves a second pass over q, k and v (a transpose and a cache copy).
 // Limits: needs 16-byte-aligned qkv, q_out, k_cache, v_cache; the angles are recomputed for every
-//   q and k head as in rung 01; q and the cache rows are written 256 or 128 bytes per head row, so a
-//   warp's stores cover 2-4 separate rows.
+//   q and k head as in rung 01; a warp's stores go to as many separate rows as the heads it covers
+//   (4 for D = 128, 8 for D = 64), a whole row each.
 #include "kernels/rope/rope_impl.cuh"
 
 namespace kl::rope_detail {
@@ -18,27 +18,15 @@ template <class Index>
 __global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeParams p, Index n) {
   const Index u = static_cast<Index>(blockIdx.x) * kThreads + threadIdx.x;
   if (u >= n) return;
-  const int per_head = p.D / 16, half = p.D / 2;
-  const Index per_token = static_cast<Index>(p.Hq + 2 * p.Hkv) * per_head;
-  const Index t = u / per_token;
-  const int r = static_cast<int>(u - t * per_token);
-  const int head = r / per_head, i0 = (r - head * per_head) * 8;
-  const long long tl = static_cast<long long>(t), b = tl / p.S, s = tl - b * p.S;
-  const int pos = p.pos[tl];
-  bf16* dst;
-  if (head < p.Hq) {
-    dst = p.q_out + ((b * p.Hq + head) * p.S + s) * p.D;
-  } else {
-    if (pos < 0 || pos >= p.L) return;  // no cache row for this position
-    const bool is_k = head < p.Hq + p.Hkv;
-    const int h = head - p.Hq - (is_k ? 0 : p.Hkv);
-    dst = (is_k ? p.k_cache : p.v_cache) + ((b * p.Hkv + h) * p.L + pos) * p.D;
-  }
-  const bf16* x = p.qkv + tl * p.row + static_cast<long long>(head) * p.D;
-  uint4 va = ld16(x + i0), vb = ld16(x + half + i0);
-  if (head < p.Hq + p.Hkv) rotate8(p, pos, i0, va, vb);  // v heads: copied as loaded
-  st16(dst + i0, va);
-  st16(dst + half + i0, vb);
+  const PairBlock w = pair_block(u, p.Hq + 2 * p.Hkv, p.D);
+  const int half = p.D / 2, pos = p.pos[w.t];
+  bf16* dst = attention_row(p, w.t, w.head, pos);
+  if (!dst) return;  // no cache row for this position
+  const bf16* x = p.qkv + w.t * p.row + static_cast<long long>(w.head) * p.D;
+  uint4 a = ld16(x + w.i0), b = ld16(x + half + w.i0);
+  if (w.head < p.Hq + p.Hkv) rotate8(p, pos, w.i0, a, b);  // v heads: copied as loaded
+  st16(dst + w.i0, a);
+  st16(dst + half + w.i0, b);
 }
 
 }  // namespace

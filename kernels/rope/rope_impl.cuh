@@ -4,6 +4,8 @@
 // rope_sincos():  sin and cos of the angle of (position, pair i), from rope_angle.h's turn.
 // rotate8():      8 pairs of one head: x[i..i+8) and x[i+D/2..i+D/2+8) as two 16-byte vectors in,
 //                 the rotated vectors out.
+// tokens_row(), attention_row(): where an output head row goes in each layout.
+// pair_block():   thread u of a grid of one thread per 8 pairs of each head: token, head, first pair.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -58,6 +60,40 @@ __device__ __forceinline__ void rotate8(const RopeParams& p, int pos, int i0, ui
   }
   a = E::pack(ya);
   b = E::pack(yb);
+}
+
+// Heads are numbered as in a qkv row: q heads [0, Hq), k heads [Hq, Hq + Hkv), v heads after.
+// Tokens layout: q_out [T, Hq, D] or k_out [T, Hkv, D] (a v head has no output row there).
+__device__ __forceinline__ bf16* tokens_row(const RopeParams& p, long long t, int head) {
+  return head < p.Hq ? p.q_out + (t * p.Hq + head) * p.D : p.k_out + (t * p.Hkv + (head - p.Hq)) * p.D;
+}
+
+// Attention layout: q_out [B, Hq, S, D]; k_cache, v_cache [B, Hkv, L, D] at row `pos`; nullptr for
+// a k or v head whose position is outside [0, L) (no cache row).
+__device__ __forceinline__ bf16* attention_row(const RopeParams& p, long long t, int head, int pos) {
+  const long long b = t / p.S;
+  if (head < p.Hq) return p.q_out + ((b * p.Hq + head) * p.S + (t - b * p.S)) * p.D;
+  if (pos < 0 || pos >= p.L) return nullptr;
+  const bool is_k = head < p.Hq + p.Hkv;
+  const int h = head - p.Hq - (is_k ? 0 : p.Hkv);
+  return (is_k ? p.k_cache : p.v_cache) + ((b * p.Hkv + h) * p.L + pos) * p.D;
+}
+
+struct PairBlock {
+  long long t;  // token
+  int head;     // head (numbered as above)
+  int i0;       // first of its 8 pairs
+};
+// Thread u of a grid of D/16 threads per head and `heads` heads per token. Index: unsigned where
+// every thread index of the grid fits in 32 bits (a 32-bit division), else unsigned long long.
+template <class Index>
+__device__ __forceinline__ PairBlock pair_block(Index u, int heads, int D) {
+  const int per_head = D / 16;
+  const Index per_token = static_cast<Index>(heads) * per_head;
+  const Index t = u / per_token;
+  const int r = static_cast<int>(u - t * per_token);
+  const int head = r / per_head;
+  return {static_cast<long long>(t), head, (r - head * per_head) * 8};
 }
 
 }  // namespace kl::rope_detail
