@@ -480,10 +480,10 @@ int main(int argc, char** argv) {
     {  // sgemm rung 15's kernel in its loop-only form: one 256x128 block per SM (M = 256 x SMs,
        // N = 128), K = 64 x iters, every k-tile the FFMA loop on one resident stage.
       namespace ak = sgemm_detail::ak;
-      constexpr int BK = 64, S = 2, KQU = 8;
-      auto* kernel = ak::sgemm_ak_kernel<BK, S, KQU, true>;
-      const int smem = ak::AkCfg<BK, S>::kSmemBytes, iters = 512;
-      const int M = 256 * d.sms, N = 128, K = BK * iters;
+      using Rung15 = ak::Bk64TwoStage;
+      auto* kernel = ak::sgemm_ak_kernel<Rung15, /*kLoopOnly=*/true>;
+      const int smem = ak::AkCfg<Rung15>::kSmemBytes, iters = 512;
+      const int M = 256 * d.sms, N = 128, K = Rung15::kBK * iters;
       if (smem > d.smem_optin) {
         rep.skip("fp32_ffma_16x8_lds", "needs " + std::to_string(smem) +
                                            " bytes of shared memory per block (rung 15's ring)");
@@ -491,11 +491,11 @@ int main(int argc, char** argv) {
         KL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         DeviceBuffer c(static_cast<size_t>(M) * N * 4);
         timed_row(peak_row("fp32_ffma_16x8_lds", "kl", "f32",
-                           Shape{{{"blocks", d.sms}, {"threads", ak::AkCfg<BK, S>::kThreads}, {"iters", iters}}}),
+                           Shape{{{"blocks", d.sms}, {"threads", ak::AkCfg<Rung15>::kThreads}, {"iters", iters}}}),
                   2.0 * M * N * static_cast<double>(K), [&](int) {
                     // A and B are never dereferenced in this form (no copies; only addresses are
                     // formed from them); C gets the sums.
-                    kernel<<<d.sms, ak::AkCfg<BK, S>::kThreads, smem, s>>>(c.as<float>(), c.as<float>(),
+                    kernel<<<d.sms, ak::AkCfg<Rung15>::kThreads, smem, s>>>(c.as<float>(), c.as<float>(),
                                                                             c.as<float>(), M, N, K);
                     KL_CHECK_LAUNCH();
                   });

@@ -10,8 +10,8 @@ instructions per kernel (names demangled with c++filt) and checks:
     attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
-  - sgemm rung 15's kernel (sgemm_ak_kernel<64, 2, 8, false>) and the 128x256 tile of gemm_bf16 rungs
-    03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
+  - sgemm rung 15's kernel (sgemm_ak_kernel<Bk64TwoStage, false>) and the 128x256 tile of
+    gemm_bf16 rungs 03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
   - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
     instead of passing by matching nothing).
 Exits 77 (ctest: skipped) when cuobjdump, nvdisasm or c++filt is missing or a binary has no sm_90a code (for
@@ -120,7 +120,7 @@ def main(build):
     rule(a, r"kl::\(anonymous namespace\)::attention_(flash_split_kv_decode|decode_split_kv)_kernel<", 4, "attention decode kernels", need=("HMMA",))
 
     s = found["bench_sgemm"]
-    rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<64, 2, 8, false>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))
+    rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<kl::sgemm_detail::ak::Bk64TwoStage, false>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))
 
     return summary()
 

@@ -16,10 +16,10 @@
 namespace kl::sgemm_detail {
 
 std::string sgemm_ak_layout_supports(const SgemmArgs& a, const DeviceInfo& d) {
-  return ak::aligned_abc_supports<16>(a, d);
+  return ak::aligned_abc_supports<ak::Bk16ThreeStage>(a, d);
 }
 void sgemm_ak_layout_launch(const SgemmArgs& a, cudaStream_t s) {
-  ak::sgemm_ak_launch<16>(a, s);
+  ak::sgemm_ak_launch<ak::Bk16ThreeStage>(a, s);
 }
 
 }  // namespace kl::sgemm_detail

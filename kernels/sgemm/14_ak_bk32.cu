@@ -13,10 +13,10 @@
 namespace kl::sgemm_detail {
 
 std::string sgemm_ak_bk32_supports(const SgemmArgs& a, const DeviceInfo& d) {
-  return ak::aligned_abc_supports<32>(a, d);
+  return ak::aligned_abc_supports<ak::Bk32ThreeStage>(a, d);
 }
 void sgemm_ak_bk32_launch(const SgemmArgs& a, cudaStream_t s) {
-  ak::sgemm_ak_launch<32>(a, s);
+  ak::sgemm_ak_launch<ak::Bk32ThreeStage>(a, s);
 }
 
 }  // namespace kl::sgemm_detail

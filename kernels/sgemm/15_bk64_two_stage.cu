@@ -16,10 +16,10 @@
 namespace kl::sgemm_detail {
 
 std::string sgemm_bk64_two_stage_supports(const SgemmArgs& a, const DeviceInfo& d) {
-  return ak::aligned_abc_supports<64, 2>(a, d);
+  return ak::aligned_abc_supports<ak::Bk64TwoStage>(a, d);
 }
 void sgemm_bk64_two_stage_launch(const SgemmArgs& a, cudaStream_t s) {
-  ak::sgemm_ak_launch<64, 2, 8>(a, s);
+  ak::sgemm_ak_launch<ak::Bk64TwoStage>(a, s);
 }
 
 }  // namespace kl::sgemm_detail

@@ -1,11 +1,11 @@
 // kernels/sgemm/ak.cuh — family-private: the kernel of rungs 13, 14 and 15 (A kept k-contiguous in
 // shared memory, 16-byte cp.async for both operands, A fragments read 4 k at a time). Rung 13's
-// header says how it works. Template parameters: BK the k-tile depth, S the ring stages, KQU the
-// unroll of the loop over a tile's 4-deep k-steps (13: <16, 3, full>, 14: <32, 3, full>,
-// 15: <64, 2, 8>), kLoopOnly the form bench_peak's fp32_ffma_16x8_lds ceiling runs (rung 15's
-// loop alone, no faster than the whole rung: the gap to cuBLAS is inside the FFMA loop;
-// docs/sgemm.md). The loop stays inside this kernel: moved into a function of its own, ptxas
-// allocates the rungs' registers differently.
+// header says how it works. A rung names its configuration (Bk16ThreeStage, Bk32ThreeStage,
+// Bk64TwoStage below: kBK the k-tile depth, kStages the ring stages, kKUnroll the unroll of the
+// loop over a tile's 4-deep k-steps). kLoopOnly is the form bench_peak's fp32_ffma_16x8_lds
+// ceiling runs (rung 15's loop alone, no faster than the whole rung: the gap to cuBLAS is inside
+// the FFMA loop; docs/sgemm.md). The loop stays inside this kernel: moved into a function of its
+// own, ptxas allocates the rungs' registers differently.
 #pragma once
 #include "common/cp_async4.cuh"
 #include "sgemm_internal.h"
@@ -19,9 +19,21 @@ constexpr int TM = 16, TN = 8;
 constexpr int kGroupRaster = 8;
 static_assert(WM == 4 * TM && WN == 8 * TN, "warp tile");
 
-// BK: k-tile depth; S: ring stages. One block of 8 warps per SM.
-template <int BK, int S = 3>
+// The configurations of rungs 13-15 (kKUnroll = kBK / 4: the k-step loop fully unrolled).
+struct Bk16ThreeStage {  // rung 13
+  static constexpr int kBK = 16, kStages = 3, kKUnroll = 4;
+};
+struct Bk32ThreeStage {  // rung 14: 32-deep k-tiles
+  static constexpr int kBK = 32, kStages = 3, kKUnroll = 8;
+};
+struct Bk64TwoStage {  // rung 15: a 2-deep ring of 64-deep k-tiles, the k-step loop unrolled by 8
+  static constexpr int kBK = 64, kStages = 2, kKUnroll = 8;
+};
+
+// What a configuration C implies. One block of 8 warps per SM.
+template <class C>
 struct AkCfg {
+  static constexpr int BK = C::kBK, S = C::kStages;
   static constexpr int kThreads = (BM / WM) * kWarpsN * 32;   // 256
   static constexpr int kBlocksPerSm = 1;
   static constexpr int kQuads = BK / 4;                       // 16-byte quads per A row
@@ -40,11 +52,12 @@ struct AkCfg {
 // kLoopOnly (bench_peak's fp32_ffma_16x8_lds ceiling only): no copies, no waits, no barriers; every
 // k-tile runs the FFMA loop below on ring slot 0, filled once with small values. The rest of the
 // kernel is the same tokens, so the rungs' instantiations (kLoopOnly = false) compile as before.
-template <int BK, int S, int KQU, bool kLoopOnly = false>
-__global__ void __launch_bounds__(AkCfg<BK, S>::kThreads, AkCfg<BK, S>::kBlocksPerSm)
+template <class Config, bool kLoopOnly = false>
+__global__ void __launch_bounds__(AkCfg<Config>::kThreads, AkCfg<Config>::kBlocksPerSm)
     sgemm_ak_kernel(const float* __restrict__ A, const float* __restrict__ B,
                     float* __restrict__ C, int M, int N, int K) {
-  using Cf = AkCfg<BK, S>;
+  using Cf = AkCfg<Config>;
+  constexpr int BK = Config::kBK, S = Config::kStages, KQU = Config::kKUnroll;
   constexpr int kThreads = Cf::kThreads;
   constexpr int kQuads = Cf::kQuads, kLoadsA = Cf::kLoadsA, kLoadsB = Cf::kLoadsB;
   constexpr int kStageFloats = Cf::kStageFloats, kRows = Cf::kRowsPerPass;
@@ -168,9 +181,9 @@ __global__ void __launch_bounds__(AkCfg<BK, S>::kThreads, AkCfg<BK, S>::kBlocksP
   }
 }
 
-// "" when sgemm_ak_kernel (BK deep, S stages) takes the shape: 16-byte rows of A, B and C
-// at 16-byte aligned addresses, a grid that fits, the ring within the device's shared memory.
-template <int BK, int S = 3>
+// "" when sgemm_ak_kernel<C> takes the shape: 16-byte rows of A, B and C at 16-byte aligned
+// addresses, a grid that fits, the ring within the device's shared memory.
+template <class C>
 std::string aligned_abc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);
   if (!why.empty()) return why;
@@ -179,23 +192,22 @@ std::string aligned_abc_supports(const SgemmArgs& a, const DeviceInfo& d) {
   if (!aligned(a.A, 16) || !aligned(a.B, 16) || !aligned(a.C, 16))
     return "needs 16-byte aligned A, B and C (cp.async / float4; rung 08 takes any pointer)";
   if (ceil_div(a.M, BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
-  if (d.smem_optin > 0 && AkCfg<BK, S>::kSmemBytes > d.smem_optin)
+  if (d.smem_optin > 0 && AkCfg<C>::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";
   return "";
 }
 
-template <int BK, int S = 3, int KQU = BK / 4>
+template <class C>
 void sgemm_ak_launch(const SgemmArgs& a, cudaStream_t s) {
-  constexpr int smem = AkCfg<BK, S>::kSmemBytes;
+  constexpr int smem = AkCfg<C>::kSmemBytes;
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<BK, S, KQU>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ak_kernel<C>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
   (void)opted;
   const unsigned blocks = static_cast<unsigned>(ceil_div(a.M, BM) * ceil_div(a.N, BN));
-  sgemm_ak_kernel<BK, S, KQU><<<blocks, AkCfg<BK, S>::kThreads, smem, s>>>(a.A, a.B, a.C,
-                                                                                   a.M, a.N, a.K);
+  sgemm_ak_kernel<C><<<blocks, AkCfg<C>::kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K);
   KL_CHECK_LAUNCH();
 }
 }  // namespace kl::sgemm_detail::ak
