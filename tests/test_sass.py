@@ -102,10 +102,10 @@ def main(build):
     g = found["bench_gemm_bf16"]
     hopper_gemm = (r"^(void )?kl::hopper_gemm::(tma_store::tma_store_gemm_kernel<|cluster::cluster_gemm_kernel<|"
                    r"\(anonymous namespace\)::gemm_bf16_(tma_wgmma|warp_specialized|persistent|stream_k_tail)_kernel\(|"
-                   r"\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[48],|"
+                   r"\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::Wgmma|"
                    r"\(anonymous namespace\)::whole_k_gemm_kernel<)")
     rule(g, hopper_gemm, 15, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
-    rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[12],", 2,
+    rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::MmaSyncRows<", 2,
          "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::(gemm_bf16_(wmma_global|smem_tile_padded|"
             r"cp_async_pipeline)_kernel\(|(mma_sync|stream_k)_gemm_kernel<)", 10, "gemm_bf16 part 1", need=("HMMA",))

@@ -5,7 +5,7 @@
 // Change: a producer warp issues one TMA per stage (W box 16T rows x 64 k + activation box MP x 64
 //   k) into a 104 KB (2 CTAs/SM) or 208 KB (1 CTA/SM) ring; M <= 16 runs mma.sync from the
 //   swizzled ring, M > 16 wgmma m64nMPk16 (W slab as A, activations as B; every warpgroup issues
-//   NSL slabs unconditionally so ptxas does not serialize them). The host plan picks T, S (K split
+//   kSlabs slabs unconditionally so ptxas does not serialize them). The host plan picks T, S (K split
 //   = cluster size) and the ring so the grid runs in one wave; S partials are parked in the ring
 //   and summed in rank order through DSMEM. PDL: W boxes go out before griddepcontrol.wait.
 // Why: 10's register buffer keeps too few bytes in flight and N = 11008 runs in several waves.
@@ -79,16 +79,33 @@ __device__ __forceinline__ void wg_step(float (&d)[WN / 2], uint64_t dw, uint64_
 }
 #endif
 
-// MT = activation n8 tiles (MP = 8 MT rows in the activation box; TMA zero-fills rows >= M).
-// WN = 0: mma.sync path (M <= 16: MT = 1, 2). WN = 32 / 64: wgmma path (M in 17..32 / 33..64,
-// MT = WN / 8): W slabs of 64 rows as A, the activation box as B (m64nWNk16), NSL slabs per
-// consumer warpgroup (both warpgroups always issue NSL slabs: uniform, no divergent wgmma).
+// The kernel's compile-time configuration, one named struct per path:
+//   kActTiles  activation n8 tiles (MP = 8 kActTiles rows in the activation box; TMA zero-fills
+//              rows >= M);
+//   kWgmmaN    0: mma.sync path (M <= 16); 32 / 64: wgmma path (M in 17..32 / 33..64, N = MP):
+//              W slabs of 64 rows as A, the activation box as B (m64nNk16);
+//   kSlabs     wgmma path: slabs per consumer warpgroup (both warpgroups always issue kSlabs slabs:
+//              uniform, no divergent wgmma); 0: one slab, its k16 steps split over the warpgroups.
 // T (m16 W tiles per CTA) and the ring depth are runtime.
-template <int MT, int WN, int NSL>
+template <int kRows>  // M <= kRows (8 or 16)
+struct MmaSyncRows {
+  static constexpr int kActTiles = kRows / 8, kWgmmaN = 0, kSlabs = 1;
+};
+template <int kN>  // T <= 4: one slab
+struct WgmmaSplitSlab {
+  static constexpr int kActTiles = kN / 8, kWgmmaN = kN, kSlabs = 0;
+};
+template <int kN, int kSlabsPerWarpgroup>
+struct WgmmaSlabs {
+  static constexpr int kActTiles = kN / 8, kWgmmaN = kN, kSlabs = kSlabsPerWarpgroup;
+};
+
+template <class Config>
 __global__ void __launch_bounds__(THREADS, 2)
     gemm_bf16_decode_tma_splitk_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                                        __nv_bfloat16* __restrict__ C, int M, int N, int K, int T, int stages, int pfx, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int MT = Config::kActTiles, WN = Config::kWgmmaN, NSL = Config::kSlabs;
   constexpr bool WG = WN > 0;
   constexpr int MP = MT * 8;              // activation rows in the box (TMA zero-fills past M)
   constexpr int LDR = MP + 4;             // partial row pitch (floats): 16-byte rows, skewed banks
@@ -353,16 +370,16 @@ __global__ void __launch_bounds__(THREADS, 2)
 // (kl::resident_clusters, cached): GPCs with SM counts not divisible by S leave SMs idle, so at
 // SMEM_OPTIN (1 CTA/SM) this can be < #SMs / S (H200: clusters of 4 and 8 do not cover 128 SMs).
 int active_clusters(int S, int smem = SMEM_OPTIN) {
-  const void* fn = reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<8, 64, 2>);
+  const void* fn = reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<WgmmaSlabs<64, 2>>);
   opt_in_smem(fn, SMEM_OPTIN);
   return resident_clusters(fn, S, THREADS, smem);
 }
 
 constexpr int WPRE_ALL = 1 << 20;  // wpre: the whole ring's W before griddepcontrol.wait
-struct Cfg11 {
+struct SplitKPlan {
   int wn = 0;      // 0: mma.sync; 32 / 64: wgmma m64nWN
   int mt = 1;      // activation n8 tiles in the box (MP = 8 mt)
-  int nsl = 1;     // wgmma slabs per consumer warpgroup
+  int nsl = 1;     // wgmma slabs per consumer warpgroup (0: one slab, k steps split)
   int T = 4, S = 1, stages = 2;
   int ring_mode = 2;  // CTAs per SM the ring is sized for (2: RING_2, 1: RING_1)
   int pfx = 0;        // W boxes prefetched into L2 beyond the ring (k-blocks)
@@ -372,9 +389,9 @@ struct Cfg11 {
 };
 
 // Everything but (T, S, ring mode) follows from the shape; stages fill the ring budget.
-Cfg11 make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, int wpre = WPRE_ALL) {
+SplitKPlan make_cfg(int M, int N, int K, int T, int S, int ring_mode, int pfx = 0, int wpre = WPRE_ALL) {
   (void)K;
-  Cfg11 c;
+  SplitKPlan c;
   c.pfx = std::max(0, pfx);
   c.wpre = std::max(1, wpre);
   c.wn = M <= 16 ? 0 : M <= 32 ? 32 : 64;
@@ -409,7 +426,7 @@ constexpr double BW = 4.3e6;     // bytes/us: the chip's W stream (about the cop
 constexpr double LAT = 2.0;      // us: loaded DRAM latency the ring must cover
 constexpr double L2BW = 9.0e6;   // bytes/us: activation boxes from L2, whole chip
 constexpr double DSM = 60e3;     // bytes/us per SM: DSMEM reduction reads
-double cost11(const Cfg11& c, int M, int N, int K) {
+double cost11(const SplitKPlan& c, int M, int N, int K) {
   (void)M;
   const int P = device_info().sms;
   const int KB = ceil_div(K, kBK);
@@ -427,7 +444,7 @@ double cost11(const Cfg11& c, int M, int N, int K) {
 
 // Whether the grid runs as ONE wave with at most one CTA per SM: clusters of S CTAs must all be
 // co-resident (1-CTA/SM rings: at SMEM_OPTIN; 2-CTA/SM rings: at their own size).
-bool one_wave(const Cfg11& c) {
+bool one_wave(const SplitKPlan& c) {
   if (c.grid > device_info().sms) return false;
   const int smem = c.ring_mode == 1 ? SMEM_OPTIN : static_cast<int>(c.smem);
   return c.grid <= active_clusters(c.S, smem) * c.S;
@@ -445,7 +462,7 @@ bool one_wave(const Cfg11& c) {
 // Then (shapes no rule fits, e.g. N > 16.9 K) the cost model over every (T, S, ring) in one wave.
 // The rules are fitted to N in {4096, 11008}, K in {4096, 11008}: other shapes get a correct but
 // untuned plan (e.g. N = 2048 at M <= 16: 44 CTAs).
-Cfg11 choose_uncached(int M, int N, int K) {
+SplitKPlan choose_uncached(int M, int N, int K) {
   struct Rule { int S, mode, t0, t1, wpre; };
   // M > 16 only, first: where 64-row strips x 2 K halves fit one wave (N <= ~8.4 K), T = 4 (one
   // slab, k steps split over the two warpgroups), S = 2, 1-CTA/SM rings, two W boxes before the
@@ -458,16 +475,16 @@ Cfg11 choose_uncached(int M, int N, int K) {
   const int nrules = 2;
   for (int r = 0; r < nrules; ++r)
     for (int T = rules[r].t0; T <= rules[r].t1; ++T) {
-      const Cfg11 c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode, 0, rules[r].wpre);
+      const SplitKPlan c = make_cfg(M, N, K, T, rules[r].S, rules[r].mode, 0, rules[r].wpre);
       if (c.T == T && c.stages >= 3 && one_wave(c)) return c;
     }
-  Cfg11 best;
+  SplitKPlan best;
   double best_cost = 1e300;
   bool found = false;
   for (int mode : {2, 1})
     for (int S : {1, 2, 3, 4, 6, 8})
       for (int T = MIN_T; T <= MAX_T; ++T) {
-        const Cfg11 c = make_cfg(M, N, K, T, S, mode);
+        const SplitKPlan c = make_cfg(M, N, K, T, S, mode);
         if (c.T != T || c.stages < 3 || !one_wave(c)) continue;
         const double cost = cost11(c, M, N, K) * (1.0 + 0.002 * S);
         if (cost < best_cost) best_cost = cost, best = c, found = true;
@@ -477,38 +494,40 @@ Cfg11 choose_uncached(int M, int N, int K) {
 }
 
 // The plan per (device, M, N, K), computed once: later launches make no search and no CUDA call.
-Cfg11 choose(int M, int N, int K) {
-  static PlanCache<std::tuple<int, int, int, int>, Cfg11> cache;
+SplitKPlan choose(int M, int N, int K) {
+  static PlanCache<std::tuple<int, int, int, int>, SplitKPlan> cache;
   return cache.get(std::make_tuple(device_info().id, M, N, K), [&] { return choose_uncached(M, N, K); });
 }
 
-template <int MT, int WN, int NSL>
-void launch_mt(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
-  const CUtensorMap tA = map_operand(a.A, a.M, a.K, MT * 8);
+template <class Config>
+void launch_config(const GemmBf16Args& a, const SplitKPlan& cf, cudaStream_t s) {
+  const CUtensorMap tA = map_operand(a.A, a.M, a.K, Config::kActTiles * 8);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, cf.T * 16);
-  opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<MT, WN, NSL>), SMEM_OPTIN);
+  opt_in_smem(reinterpret_cast<const void*>(&gemm_bf16_decode_tma_splitk_kernel<Config>), SMEM_OPTIN);
   // Programmatic dependent launch: this grid may start while the previous kernel in the stream
   // finishes (the kernel waits with griddepcontrol.wait before touching A or C). Only on a created
   // stream: the legacy default stream keeps its implicit synchronization. Clusters of S CTAs
   // (the attribute is set for S = 1 too, as before the launch helper).
-  pdl_launch_cluster(gemm_bf16_decode_tma_splitk_kernel<MT, WN, NSL>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
+  pdl_launch_cluster(gemm_bf16_decode_tma_splitk_kernel<Config>, dim3(cf.grid), dim3(THREADS), cf.smem, s, pdl_stream(s),
                      cf.S, tA, tW, a.C, a.M, a.N, a.K, cf.T, cf.stages, cf.pfx, cf.wpre);
 }
 
-void launch_cfg(const GemmBf16Args& a, const Cfg11& cf, cudaStream_t s) {
+void launch_cfg(const GemmBf16Args& a, const SplitKPlan& cf, cudaStream_t s) {
   if (cf.wn == 64)
-    cf.nsl == 0 ? launch_mt<8, 64, 0>(a, cf, s)
-                : cf.nsl == 1 ? launch_mt<8, 64, 1>(a, cf, s) : launch_mt<8, 64, 2>(a, cf, s);
+    cf.nsl == 0   ? launch_config<WgmmaSplitSlab<64>>(a, cf, s)
+    : cf.nsl == 1 ? launch_config<WgmmaSlabs<64, 1>>(a, cf, s)
+                  : launch_config<WgmmaSlabs<64, 2>>(a, cf, s);
   else if (cf.wn == 32)
-    cf.nsl == 0 ? launch_mt<4, 32, 0>(a, cf, s)
-                : cf.nsl == 1 ? launch_mt<4, 32, 1>(a, cf, s) : launch_mt<4, 32, 2>(a, cf, s);
+    cf.nsl == 0   ? launch_config<WgmmaSplitSlab<32>>(a, cf, s)
+    : cf.nsl == 1 ? launch_config<WgmmaSlabs<32, 1>>(a, cf, s)
+                  : launch_config<WgmmaSlabs<32, 2>>(a, cf, s);
   else if (cf.mt == 1)
-    launch_mt<1, 0, 1>(a, cf, s);
+    launch_config<MmaSyncRows<8>>(a, cf, s);
   else
-    launch_mt<2, 0, 1>(a, cf, s);
+    launch_config<MmaSyncRows<16>>(a, cf, s);
 }
 
-std::string describe(const Cfg11& cf) {
+std::string describe(const SplitKPlan& cf) {
   return std::string(cf.wn ? (cf.wn == 32 ? "wgmma-n32" : "wgmma-n64") : "mma.sync") +
          " T=" + std::to_string(cf.T) + " S=" + std::to_string(cf.S) +
          " ring=" + std::to_string(cf.ring_mode) + "/SM stages=" + std::to_string(cf.stages) +

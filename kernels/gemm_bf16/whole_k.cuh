@@ -37,18 +37,45 @@ __host__ __device__ constexpr int slack_bytes(int MP, int BN) {
 // BN / 2 floats per thread).
 constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 
-// MP: activation box rows (M rounded up: 16, 32, 64). BN: W rows (output columns) per CTA, a
-// multiple of 8 from 32 to 128 (the plan's; the tests force others). CL: CTAs of a cluster of
-// neighbouring strips, each loading MP / CL rows of every activation box and multicasting them to
-// all (1: no cluster). LANES: producer lanes (a test variant: 1). SPLITM (tests only,
-// cuBLAS's M = 64 pairing): the two CTAs of a cluster (CL = 2) share one strip instead,
-// rank r taking activation rows r * MP.. (MP = 32 at M = 64), each loading half of every W box and
+// The kernel's compile-time configuration: a tile, optionally changed by one of the wrappers below.
+//   kMP      activation box rows (M rounded up: 16, 32, 64);
+//   kBN      W rows (output columns) per CTA, a multiple of 8 from 32 to 128 (the plan's; the tests
+//            force others);
+//   kCluster CTAs of a cluster (1: no cluster);
+//   kLanes   producer lanes;
+//   kSplitM  the CTAs of a cluster share one strip and split M (SplitMPair).
+template <int kActRows, int kWRows>
+struct WholeKTile {
+  static constexpr int kMP = kActRows, kBN = kWRows, kCluster = 1, kLanes = NL;
+  static constexpr bool kSplitM = false;
+};
+// Clusters of kCtas neighbouring strips, each CTA loading kMP / kCtas rows of every activation box
+// and multicasting them to all.
+template <class Tile, int kCtas>
+struct InCluster : Tile {
+  static constexpr int kCluster = kCtas;
+};
+// One producer lane instead of four (a test variant).
+template <class Tile>
+struct OneProducerLane : Tile {
+  static constexpr int kLanes = 1;
+};
+// (Tests only, cuBLAS's M = 64 pairing.) The two CTAs of a cluster share one strip instead, rank r
+// taking activation rows r * kMP.. (kMP = 32 at M = 64), each loading half of every W box and
 // multicasting it to both: W crosses from L2 once per pair, each CTA reads half the activations.
-template <int MP, int BN, int CL, int LANES, bool SPLITM = false>
-__global__ void __launch_bounds__(THREADS, min_ctas(BN))
+template <class Tile>
+struct SplitMPair : Tile {
+  static constexpr int kCluster = 2;
+  static constexpr bool kSplitM = true;
+};
+
+template <class Config>
+__global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
     whole_k_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                         __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int MP = Config::kMP, BN = Config::kBN, CL = Config::kCluster, LANES = Config::kLanes;
+  constexpr bool SPLITM = Config::kSplitM;
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
   static_assert(BN % 8 == 0 && BN >= 32 && BN <= 128, "W rows per CTA");
   constexpr bool MC = CL > 1;                  // a cluster: empty barriers freed by every CTA
@@ -220,22 +247,21 @@ struct WholeKConfig {
   size_t smem = 0;
 };
 
-// Calls f(Kern<MP, BN, CL, LANES, SPLITM>{}) for a configuration's kernel: the instantiations that
-// exist are, with four lanes, BN = 32, 40, ..., 128 without clusters; BN in {32, 64, 96, 128} in
-// clusters of 2 or 4 (4 only with MP >= 32: 8-row parts at least) or split-M pairs; one lane
-// only at BN = 32 without clusters. Rung 16's dispatch (KernelSet::kSmallTiles) holds MP = 64 only.
-template <int MP_, int BN_, int CL_, int LANES_, bool SPLITM_ = false>
-struct Kern {
-  static constexpr int MP = MP_, BN = BN_, CL = CL_, LANES = LANES_;
-  static constexpr bool SPLITM = SPLITM_;
-  static const void* fn() { return reinterpret_cast<const void*>(&whole_k_gemm_kernel<MP, BN, CL, LANES, SPLITM>); }
-};
+// Calls f(Config{}) for a configuration's kernel: the instantiations that exist are, with four
+// lanes, WholeKTile<MP, BN> for BN = 32, 40, ..., 128; InCluster<WholeKTile<MP, BN>, 2 or 4> and
+// SplitMPair<WholeKTile<MP, BN>> for BN in {32, 64, 96, 128} (clusters of 4 only with MP >= 32:
+// 8-row parts at least); OneProducerLane<WholeKTile<MP, 32>>. Rung 16's dispatch
+// (KernelSet::kSmallTiles) holds MP = 64 only.
+template <class Config>
+const void* kernel_fn() {
+  return reinterpret_cast<const void*>(&whole_k_gemm_kernel<Config>);
+}
 template <int MP, int BN, class F>
 void with_cl(const WholeKConfig& c, F&& f) {
-  if (c.cl == 1) return f(Kern<MP, BN, 1, NL>{});
-  if (c.cl == 2) return f(Kern<MP, BN, 2, NL>{});
+  if (c.cl == 1) return f(WholeKTile<MP, BN>{});
+  if (c.cl == 2) return f(InCluster<WholeKTile<MP, BN>, 2>{});
   if constexpr (MP >= 32) {
-    if (c.cl == 4) return f(Kern<MP, BN, 4, NL>{});
+    if (c.cl == 4) return f(InCluster<WholeKTile<MP, BN>, 4>{});
   }
   throw BadArgument("whole-K kernel: no kernel for MP=" + std::to_string(MP) + " CL=" + std::to_string(c.cl));
 }
@@ -243,7 +269,7 @@ void with_cl(const WholeKConfig& c, F&& f) {
 template <int MP, int BN, class F>
 void with_width(const WholeKConfig& c, F&& f) {
   if constexpr (BN <= 128) {
-    if (c.bn == BN) return f(Kern<MP, BN, 1, NL>{});
+    if (c.bn == BN) return f(WholeKTile<MP, BN>{});
     return with_width<MP, BN + 8>(c, f);
   }
   throw BadArgument("whole-K kernel: no kernel for BN=" + std::to_string(c.bn));
@@ -255,10 +281,10 @@ void with_bn(const WholeKConfig& c, F&& f) {
   if (c.splitm) {  // pairs along M (MP rows each), four lanes
     KL_REQUIRE(c.cl == 2 && c.lanes == NL, "whole-K kernel: split-M runs in pairs with four lanes");
     switch (c.bn) {
-      case 32: return f(Kern<MP, 32, 2, NL, true>{});
-      case 64: return f(Kern<MP, 64, 2, NL, true>{});
-      case 96: return f(Kern<MP, 96, 2, NL, true>{});
-      case 128: return f(Kern<MP, 128, 2, NL, true>{});
+      case 32: return f(SplitMPair<WholeKTile<MP, 32>>{});
+      case 64: return f(SplitMPair<WholeKTile<MP, 64>>{});
+      case 96: return f(SplitMPair<WholeKTile<MP, 96>>{});
+      case 128: return f(SplitMPair<WholeKTile<MP, 128>>{});
     }
     throw BadArgument("whole-K kernel: no split-M kernel for MP=" + std::to_string(MP) + " BN=" + std::to_string(c.bn));
   }
@@ -267,7 +293,7 @@ void with_bn(const WholeKConfig& c, F&& f) {
   if constexpr (SET == KernelSet::kDecode) {
     if (c.lanes == 1) {
       KL_REQUIRE(c.bn == 32 && c.cl == 1, "whole-K kernel: one producer lane only at BN = 32, no clusters");
-      return f(Kern<MP, 32, 1, 1>{});
+      return f(OneProducerLane<WholeKTile<MP, 32>>{});
     }
     switch (c.bn) {  // clusters: the multiples of 32
       case 32: return with_cl<MP, 32>(c, f);
@@ -320,7 +346,7 @@ inline WholeKConfig make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bo
 template <KernelSet SET>
 int resident(const WholeKConfig& c) {
   const void* fn = nullptr;
-  with_kernel<SET>(c, [&](auto k) { fn = decltype(k)::fn(); });
+  with_kernel<SET>(c, [&](auto k) { fn = kernel_fn<decltype(k)>(); });
   opt_in_smem(fn, SMEM_OPTIN);
   return c.cl > 1 ? c.cl * resident_clusters(fn, c.cl, THREADS, c.smem)
                   : device_info().sms * resident_blocks_per_sm(fn, THREADS, c.smem);
@@ -360,14 +386,14 @@ void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s) {
   with_kernel<SET>(cf, [&](auto k) {
     using Kn = decltype(k);
     // Box rows: the activation part / W part one CTA loads.
-    constexpr int a_rows = Kn::SPLITM ? Kn::MP : Kn::MP / Kn::CL;
-    constexpr int w_rows = Kn::SPLITM ? Kn::BN / 2 : Kn::BN;
+    constexpr int a_rows = Kn::kSplitM ? Kn::kMP : Kn::kMP / Kn::kCluster;
+    constexpr int w_rows = Kn::kSplitM ? Kn::kBN / 2 : Kn::kBN;
     const CUtensorMap tA = map_operand(a.A, a.M, a.K, a_rows);
     const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
-    opt_in_smem(Kn::fn(), SMEM_OPTIN);
+    opt_in_smem(kernel_fn<Kn>(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
-    pdl_launch_cluster(whole_k_gemm_kernel<Kn::MP, Kn::BN, Kn::CL, Kn::LANES, Kn::SPLITM>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem,
-                       s, pdl_stream(s), Kn::CL > 1 ? Kn::CL : 0, tA, tW, a.C, a.M, a.N, a.K,
+    pdl_launch_cluster(whole_k_gemm_kernel<Kn>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem, s,
+                       pdl_stream(s), Kn::kCluster > 1 ? Kn::kCluster : 0, tA, tW, a.C, a.M, a.N, a.K,
                        cf.stages, cf.wpre);
   });
 }
