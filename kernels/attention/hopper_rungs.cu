@@ -1,6 +1,9 @@
 // kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
-// attention.cu. Each rung's number, name and one change are written here and nowhere else; the
-// kernels are one template (hopper_fa.cuh) with one more feature switched on per rung.
+// attention.cu. Each rung's number, name and one change are written here and nowhere else. The
+// kernels of 04-08 and 10 are one template (hopper_fa.cuh): rung 04 takes its defaults, and each
+// later rung file writes its configuration as its parent's plus one change, the named piece it
+// picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
+// hopper_fa_scheduler.cuh) or, in rung 10, the KV tile size.
 #include <algorithm>
 
 #include "attention/hopper_rungs.h"
