@@ -214,19 +214,13 @@ int run(int argc, char** argv) {
       Row r;
       r.family = "attention";
       r.op = "decode";
-      r.impl = "cudaMemcpy";
-      r.variant = -1;
-      r.variant_name = "copy_kv_bytes";
-      r.change = "cudaMemcpyAsync device to device of |K| bytes (read + write = |K| + |V|)";
+      label_copy_row(r, "copy_kv_bytes", "cudaMemcpyAsync device to device of |K| bytes (read + write = |K| + |V|)");
       r.dtype = "bf16";
       r.shape = sh;
-      r.flops = 0;
       r.bytes = 4.0 * nKV;
       r.l2_resident = l2res;
       r.copies = copies;
       r.seed = seed;
-      r.validated = false;  // a copy: nothing compared
-      r.notes["validated_against"] = "none (copy)";
       auto copy = [&](int i) {
         KL_CHECK(cudaMemcpyAsync(dst.ptr, in.dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
                                  cudaMemcpyDeviceToDevice, stream));

@@ -133,13 +133,8 @@ void run_case(bool fused, const Shape& sh, DType t, float eps, const Options& o,
     DeviceBuffer copy_dst(fused ? cb : 0);
     void* dst = fused ? copy_dst.ptr : ybuf.ptr;
     Row r = base_row(op, t, sh, 0, 2.0 * cb, l2res, copies, seed, tol);
-    r.impl = "cudaMemcpy";
-    r.variant = -1;
-    r.variant_name = "cudaMemcpy";
-    r.change = fused ? "cudaMemcpyAsync D2D of the x|r tensors (bytes = read + write)"
-                     : "cudaMemcpyAsync D2D of the x tensor (bytes = read + write)";
-    r.validated = false;  // a copy: nothing compared
-    r.notes["validated_against"] = "none (copy)";
+    label_copy_row(r, "cudaMemcpy", fused ? "cudaMemcpyAsync D2D of the x|r tensors (bytes = read + write)"
+                                          : "cudaMemcpyAsync D2D of the x tensor (bytes = read + write)");
     auto one = [&](int i) {
       const char* src = static_cast<const char*>(sets.ptr) + size_t(i % copies) * set_bytes;
       KL_CHECK(cudaMemcpyAsync(dst, src, cb, cudaMemcpyDeviceToDevice, stream));

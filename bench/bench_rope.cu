@@ -184,13 +184,7 @@ void run_shape(const Shape& sh, bool do_tok, bool do_att, float theta, const Opt
 
     {  // the reference row: cudaMemcpy D2D of bytes/2 (the same DRAM traffic)
       Row r = base_row();
-      r.impl = "cudaMemcpy";
-      r.variant = -1;
-      r.variant_name = "cudaMemcpy";
-      r.change = "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)";
-      r.flops = 0;
-      r.validated = false;  // a copy: nothing compared
-      r.notes["validated_against"] = "none (copy)";
+      label_copy_row(r, "cudaMemcpy", "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)");
       const size_t cb = static_cast<size_t>(bytes / 2);
       auto one = [&](int i) {
         const char* src = static_cast<const char*>(sets.ptr) + static_cast<size_t>(i % copies) * set_bytes;

@@ -298,6 +298,18 @@ class Reporter {
   bool finished_ = false;
 };
 
+// Labels `r` as the same-run copy reference of a memory-bound op (impl "cudaMemcpy", variant -1, no
+// FLOPs, nothing validated): `name` is its variant name, `change` says what it copies.
+inline void label_copy_row(Row& r, const std::string& name, const std::string& change) {
+  r.impl = "cudaMemcpy";
+  r.variant = -1;
+  r.variant_name = name;
+  r.change = change;
+  r.flops = 0;
+  r.validated = false;  // a copy: nothing compared
+  r.notes["validated_against"] = "none (copy)";
+}
+
 // Labels `r` as one rung's row or as the entry point's ("auto", variant -1, notes.picked = the rung
 // `picked` that the family's pick returned), and returns the rung to launch. Returns nullptr after
 // reporting the skip when the entry point has no rung for the shape or the rung's supports() refuses

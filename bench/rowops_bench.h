@@ -195,13 +195,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
       // ---- reference row: cudaMemcpy D2D moving the same bytes (bytes/2 read, bytes/2 written).
       {
         Row r = base_row();
-        r.impl = "cudaMemcpy";
-        r.variant = -1;
-        r.variant_name = "cudaMemcpy";
-        r.change = "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)";
-        r.flops = 0;
-        r.validated = false;  // a copy: nothing compared
-        r.notes["validated_against"] = "none (copy)";
+        label_copy_row(r, "cudaMemcpy", "cudaMemcpyAsync D2D of bytes/2 (same DRAM traffic as the op)");
         const size_t cb = copy_dst.bytes;
         auto one = [&](int i) {  // source rotates over the input copies like the op's reads
           const char* src = static_cast<const char*>(sets.ptr) + size_t(i % copies) * set_bytes;
