@@ -6,7 +6,8 @@
 #
 # Environment (optional): KL_ARCH (CMAKE_CUDA_ARCHITECTURES; default: the architecture of this
 # machine's GPU, or the project's "90a;120" where there is none, as in CI), KL_BUILD_DIR (default
-# build), KL_JOBS (default nproc).
+# build), KL_JOBS (build jobs, default nproc), KL_TEST_JOBS (tests run at once, default 4: most of
+# them spend their time in CPU references, so they overlap well even on one GPU).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,8 +34,9 @@ cmake "${CMAKE_ARGS[@]}"
 echo "test.sh: cmake --build $BUILD -j$JOBS"
 cmake --build "$BUILD" -j"$JOBS"
 echo "test.sh: commit $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-echo "test.sh: ctest --test-dir $BUILD --output-on-failure $*"
+TJOBS="${KL_TEST_JOBS:-4}"
+echo "test.sh: ctest --test-dir $BUILD --output-on-failure -j $TJOBS $*"
 rc=0
-ctest --test-dir "$BUILD" --output-on-failure "$@" || rc=$?
+ctest --test-dir "$BUILD" --output-on-failure -j "$TJOBS" "$@" || rc=$?
 echo "test.sh: finished in $SECONDS s (exit $rc)"
 exit $rc
