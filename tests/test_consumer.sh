@@ -34,7 +34,7 @@ cmake -S "$SRC/examples/consumer" -B "$TMP/by_source" "${GEN[@]}" -DCMAKE_BUILD_
       -DKL_SOURCE_DIR="$SRC" -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$TMP/configure2.log" ||
   { cat "$TMP/configure2.log"; exit 1; }
 # The subproject builds its libraries and nothing else: no benches, tests or tools, no GoogleTest.
-if grep -q "GTest\|nlohmann" "$TMP/by_source/CMakeCache.txt"; then
+if grep -q -E "^(GTest|nlohmann_json)_DIR:" "$TMP/by_source/CMakeCache.txt"; then
   echo "test_consumer: the subproject looked for GoogleTest or nlohmann-json"; exit 1
 fi
 cmake --build "$TMP/by_source" -j"$JOBS"
