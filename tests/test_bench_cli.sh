@@ -113,7 +113,7 @@ for bin in "${bins[@]}"; do
   expect "$bin" 2 "--shape negative" --shape=-5
   expect "$bin" 2 "--shape missing value" --shape
   case "$fam" in
-    gemm_bf16 | attention | rope) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
+    gemm_bf16 | attention | rope | layer) expect "$bin" 2 "--dtype f32 unsupported" --dtype f32 ;;
     sgemm) expect "$bin" 2 "--dtype bf16 unsupported" --dtype bf16 ;;
   esac
   case "$fam" in
@@ -180,6 +180,22 @@ for bin in "${bins[@]}"; do
     expect "$bin" 2 "--theta empty" --theta=
     # 2^34 qkv elements (Llama-3-8B heads): 26 bytes each of host buffers, 416 GiB
     expect_no_host_memory 446676598784 "$bin" "--shape host memory (416 GiB)" --shape B=1,S=2796202
+  fi
+  if [ "$fam" = layer ]; then
+    expect "$bin" 2 "--shape zero B" --shape B=0,S=4
+    expect "$bin" 2 "--shape zero S" --shape B=1,S=0
+    expect "$bin" 2 "--shape zero mlp" --shape B=1,S=4,mlp=0
+    expect "$bin" 2 "--shape S > L" --shape B=1,S=8,L=4
+    expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,S=4,D=96
+    expect "$bin" 2 "--shape Hkv not dividing Hq" --shape B=1,S=4,Hq=32,Hkv=5
+    expect "$bin" 2 "--shape hidden not a multiple of 8" --shape B=1,S=4,hidden=4092
+    expect "$bin" 2 "--shape mlp not a multiple of 8" --shape B=1,S=4,mlp=14340
+    expect "$bin" 2 "--shape B above 2^31-1" --shape B=2147483648,S=1,L=8
+    expect "$bin" 2 "--shape activation above 2^34" --shape B=1,S=2147483647
+    expect "$bin" 2 "--shape weights above 2^34" --shape B=1,S=1,hidden=1048576,mlp=1048576
+    expect "$bin" 2 "--shape cache above 2^34 elements" --shape B=64,S=1,L=2147483647
+    # 2^21 tokens of hidden 8192: 12 bytes per element of y on the host, 192 GiB
+    expect_no_host_memory 206158430208 "$bin" "--shape host memory (192 GiB)" --shape B=1,S=2097152,hidden=8192,mlp=8192
   fi
   if [ "$fam" = attention ]; then
     expect "$bin" 2 "--shape D=96 unsupported" --shape B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=96,causal=0

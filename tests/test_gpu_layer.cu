@@ -1,0 +1,284 @@
+// tests/test_gpu_layer.cu — the decoder layer: the GPU fp32 reference against a CPU double layer on
+// small shapes (prefill and decode); every rung against the GPU reference at small and medium
+// dimensions, prefill (fresh, with kv_len < L so the cache rows are copied out, and at the end of a
+// filled cache) and decode (whole cache and kv_len < L), output y and every cache row compared;
+// the workspace size against the tensors and the families' own workspaces; refusals that launch
+// nothing; a decode step after a prefill reads what the prefill wrote (and
+// matches the last row of a prefill of all the tokens); a decode step captured in a CUDA graph
+// replays to the same bits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kl/attention.h"
+#include "kl/gemm_bf16.h"
+#include "kl/layer.h"
+#include "tests/gpu_test.h"
+#include "tests/layer_test_util.h"
+
+namespace {
+
+using namespace kl;
+using layer_test::Problem;
+using layer_test::Shape;
+using layer_test::download;
+using layer_test::widen;
+
+// The tolerance of the GPU reference against the CPU double layer: both round at the same points, so
+// only an intermediate whose fp32 and double values straddle a bf16 rounding differs, by one ulp.
+const bench::Tolerance kRefTol{1.0 / 128, 1.0 / 128, 2e-3};
+
+TEST(LayerGpu, ReferenceMatchesCpuDouble) {
+  KL_REQUIRE_GPU();
+  const LayerDims m = layer_test::small_dims();
+  uint64_t seed = 11;
+  for (const Shape& sh : {layer_test::prefill(m, 1, 64, 64), layer_test::prefill(m, 2, 32, 40),
+                          layer_test::decode(m, 4, 48), layer_test::decode(m, 2, 48, 40)}) {
+    SCOPED_TRACE(sh.str());
+    Problem p(sh, ++seed);
+    const std::vector<float> x = download(p.x, p.n_x);
+    std::vector<float> kc = download(p.kc, p.n_cache), vc = download(p.vc, p.n_cache);
+    const layer_test::HostWeights w = layer_test::download_weights(*p.W);
+    const std::vector<double> want = layer_test::cpu_layer(p.args(), w, x, p.pos, kc, vc);
+    p.run_reference();
+    EXPECT_TRUE(kl::test::check_close(download(p.y_ref, p.n_x), want, kRefTol, "reference y vs CPU double"));
+    EXPECT_TRUE(kl::test::check_close(download(p.kc_ref, p.n_cache), widen(kc), kRefTol, "reference k cache"));
+    EXPECT_TRUE(kl::test::check_close(download(p.vc_ref, p.n_cache), widen(vc), kRefTol, "reference v cache"));
+  }
+}
+
+// The workspace holds every intermediate tensor and, on top, the largest of the families' own
+// workspaces (the GEMMs' size needs the device: occupancy). Llama-3-8B shapes, fake pointers.
+TEST(LayerGpu, WorkspaceCoversTheFamilies) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  const LayerDims m;
+  for (const Shape& sh : {layer_test::prefill(m, 1, 4096, 4096), layer_test::prefill(m, 2, 300, 512),
+                          layer_test::decode(m, 1, 4096), layer_test::decode(m, 16, 4096, 1000)}) {
+    SCOPED_TRACE(sh.str());
+    LayerArgs a;
+    a.mode = sh.mode;
+    a.B = sh.B;
+    a.S = sh.S;
+    a.L = sh.L;
+    a.kv_len = sh.kv_len;
+    const double T = double(a.B) * a.S, width = double(m.Hq + 2 * m.Hkv) * m.D, hqd = double(m.Hq) * m.D;
+    const int kv = layer_kv_len(a);
+    double tensors = 2 * T * (4.0 * m.hidden + width + 2 * hqd + (a.S > 1 ? hqd : 0) + 3.0 * m.mlp);
+    if (kv < a.L) tensors += 2 * 2.0 * a.B * m.Hkv * kv * m.D;  // the cache rows copied out
+    const int M = a.B * a.S;
+    size_t fam = std::max({gemm_bf16_workspace_bytes(M, int(width), m.hidden, d),
+                           gemm_bf16_workspace_bytes(M, m.hidden, int(hqd), d),
+                           gemm_bf16_workspace_bytes(M, m.mlp, m.hidden, d),
+                           gemm_bf16_workspace_bytes(M, m.hidden, m.mlp, d)});
+    AttentionArgs at;
+    at.B = a.B;
+    at.Hq = m.Hq;
+    at.Hkv = m.Hkv;
+    at.Sq = a.S;
+    at.Skv = kv;
+    at.D = m.D;
+    at.causal = true;
+    fam = std::max(fam, attention_workspace_bytes(at, d));
+    const size_t ws = layer_workspace_bytes(a, d);
+    EXPECT_GE(double(ws), tensors + double(fam));
+    EXPECT_EQ(ws % 256, 0u);
+  }
+}
+
+std::vector<Shape> rung_shapes() {
+  const LayerDims s = layer_test::small_dims(), md = layer_test::medium_dims();
+  return {layer_test::prefill(s, 1, 64, 64),        layer_test::prefill(s, 2, 32, 40),
+          layer_test::prefill(s, 3, 7, 20, 20),     layer_test::decode(s, 4, 48),
+          layer_test::decode(s, 2, 48, 40),         layer_test::prefill(md, 2, 200, 256),
+          layer_test::prefill(md, 1, 100, 300, 300), layer_test::decode(md, 3, 300),
+          layer_test::decode(md, 16, 512)};
+}
+
+// Runs rung `r` (or the entry point) on p and compares y and both caches with the reference.
+::testing::AssertionResult matches_reference(Problem& p, const std::string& what) {
+  p.run_reference();
+  const bench::Tolerance tol = layer_test::layer_tolerance();
+  const std::vector<double> y_ref = widen(download(p.y_ref, p.n_x));
+  auto r = kl::test::check_close(download(p.y, p.n_x), y_ref, tol, what + ": y");
+  if (!r) return r;
+  r = kl::test::check_close(download(p.kc, p.n_cache), widen(download(p.kc_ref, p.n_cache)), tol, what + ": k cache");
+  if (!r) return r;
+  return kl::test::check_close(download(p.vc, p.n_cache), widen(download(p.vc_ref, p.n_cache)), tol,
+                               what + ": v cache");
+}
+
+TEST(LayerGpu, EveryRungMatchesReference) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  kl::test::RungCoverage cov(layer_rungs());
+  uint64_t seed = 100;
+  for (const auto& r : layer_rungs())
+    for (const Shape& sh : rung_shapes()) {
+      Problem p(sh, ++seed);
+      const std::string what = "rung " + std::to_string(r.number) + " " + r.name + " " + sh.str();
+      SCOPED_TRACE(what);
+      const std::string why = r.supports(p.args(), d);
+      if (!why.empty()) {
+        cov.refused(r.number, sh.str(), why);
+        ADD_FAILURE() << "refused: " << why;
+        continue;
+      }
+      bench::poison(p.y.ptr, p.y.bytes);
+      launch_checked(r, p.args(), nullptr);
+      EXPECT_TRUE(matches_reference(p, what));
+      cov.ran(r.number);
+    }
+  EXPECT_TRUE(cov.every_rung_ran());
+}
+
+TEST(LayerGpu, EntryPointMatchesReferenceInPlace) {
+  KL_REQUIRE_GPU();
+  // y == x: the residual stream updated in place.
+  Problem p(layer_test::prefill(layer_test::small_dims(), 2, 32, 40), 7);
+  KL_CHECK(cudaMemcpy(p.y.ptr, p.x.ptr, p.x.bytes, cudaMemcpyDeviceToDevice));
+  LayerArgs ref = p.ref_args();
+  ref.x = p.y.as<__nv_bfloat16>();  // the same input values
+  layer_reference(ref, nullptr);
+  LayerArgs a = p.args();
+  a.x = a.y;
+  layer(a, nullptr);
+  EXPECT_TRUE(kl::test::check_close(download(p.y, p.n_x), widen(download(p.y_ref, p.n_x)),
+                                    layer_test::layer_tolerance(), "in place y"));
+}
+
+// Every refusal throws BadArgument before anything is launched: y and the caches keep their bits.
+TEST(LayerGpu, RefusalsLaunchNothing) {
+  KL_REQUIRE_GPU();
+  Problem p(layer_test::prefill(layer_test::small_dims(), 2, 32, 40), 3);
+  bench::poison(p.y.ptr, p.y.bytes);
+  KL_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> k0 = download(p.kc, p.n_cache), v0 = download(p.vc, p.n_cache);
+  std::vector<uint16_t> y0(p.n_x);
+  KL_CHECK(cudaMemcpy(y0.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+  const LayerArgs good = p.args();
+  struct Case {
+    const char* what;
+    LayerArgs a;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* what, auto edit) {
+    LayerArgs a = good;
+    edit(a);
+    cases.push_back({what, a});
+  };
+  add("null x", [](LayerArgs& a) { a.x = nullptr; });
+  add("null wdown", [](LayerArgs& a) { a.w.wdown = nullptr; });
+  add("null v_cache", [](LayerArgs& a) { a.v_cache = nullptr; });
+  add("D = 96", [](LayerArgs& a) { a.dims.D = 96; });
+  add("Hkv not dividing Hq", [](LayerArgs& a) { a.dims.Hkv = 3; });
+  add("hidden not a multiple of 8", [](LayerArgs& a) { a.dims.hidden = 252; });
+  add("kv_len > L", [](LayerArgs& a) { a.kv_len = a.L + 1; });
+  add("kv_len < S", [](LayerArgs& a) { a.kv_len = a.S - 1; });
+  add("decode with S = 2", [](LayerArgs& a) { a.mode = LayerMode::decode; a.S = 2; });
+  add("decode without positions", [](LayerArgs& a) { a.mode = LayerMode::decode; a.S = 1; a.pos = nullptr; });
+  add("workspace one byte short", [](LayerArgs& a) { a.workspace_bytes -= 1; });
+  add("workspace misaligned", [](LayerArgs& a) { a.workspace = static_cast<char*>(a.workspace) + 16; });
+  add("y overlapping x", [](LayerArgs& a) { a.y = const_cast<__nv_bfloat16*>(a.x) + 8; });
+  add("y in the workspace", [](LayerArgs& a) { a.y = static_cast<__nv_bfloat16*>(a.workspace); });
+  add("wqkv misaligned (the GEMM refuses)", [](LayerArgs& a) { a.w.wqkv += 1; });
+  add("eps negative", [](LayerArgs& a) { a.dims.eps = -1.f; });
+  add("theta zero", [](LayerArgs& a) { a.dims.theta = 0.f; });
+  add("B = 0", [](LayerArgs& a) { a.B = 0; });
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_THROW(layer(c.a, nullptr), BadArgument);
+    EXPECT_FALSE(layer_rungs()[0].supports(c.a, device_info()).empty());
+    EXPECT_EQ(layer_pick(c.a, device_info()), nullptr);
+  }
+  KL_CHECK(cudaDeviceSynchronize());
+  std::vector<uint16_t> y1(p.n_x);
+  KL_CHECK(cudaMemcpy(y1.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(y0, y1) << "a refused call wrote y";
+  EXPECT_EQ(k0, download(p.kc, p.n_cache)) << "a refused call wrote the k cache";
+  EXPECT_EQ(v0, download(p.vc, p.n_cache)) << "a refused call wrote the v cache";
+}
+
+// Prefill S - 1 tokens per sequence into a cache of S rows (kv_len = S - 1 < L: the attention reads
+// copies of the rows), then decode token S - 1 at position S - 1 against the whole cache. The decode
+// output matches the reference run through the same two steps, and the last row of a prefill of all
+// S tokens; with the prefill's rows overwritten it does not.
+TEST(LayerGpu, DecodeAfterPrefillReadsThePrefillRows) {
+  KL_REQUIRE_GPU();
+  const LayerDims m = layer_test::small_dims();
+  const int B = 2, S = 32, L = 32;
+  Problem full(layer_test::prefill(m, B, S, L), 21);            // all S tokens at once
+  Problem pre(layer_test::prefill(m, B, S - 1, L), 21);         // the same weights (same seed)
+  Problem dec(layer_test::decode(m, B, L), 21, std::vector<int>(B, S - 1));
+  const size_t row = 2 * static_cast<size_t>(m.hidden);
+  // x of the prefill: tokens 0..S-2 of each sequence; x of the decode: token S-1.
+  KL_CHECK(cudaMemcpy2D(pre.x.ptr, (S - 1) * row, full.x.ptr, S * row, (S - 1) * row, B, cudaMemcpyDeviceToDevice));
+  KL_CHECK(cudaMemcpy2D(dec.x.ptr, row, static_cast<char*>(full.x.ptr) + (S - 1) * row, S * row, row, B,
+                        cudaMemcpyDeviceToDevice));
+  // One set of caches for both steps (pre's), and the reference's own through the same two steps.
+  LayerArgs a_pre = pre.args(), a_dec = dec.args();
+  a_dec.k_cache = a_pre.k_cache;
+  a_dec.v_cache = a_pre.v_cache;
+  layer(a_pre, nullptr);
+  layer(a_dec, nullptr);
+  LayerArgs r_pre = pre.ref_args(), r_dec = dec.ref_args();
+  r_dec.k_cache = r_pre.k_cache;
+  r_dec.v_cache = r_pre.v_cache;
+  layer_reference(r_pre, nullptr);
+  layer_reference(r_dec, nullptr);
+  const bench::Tolerance tol = layer_test::layer_tolerance();
+  const std::vector<float> y_dec = download(dec.y, dec.n_x);
+  EXPECT_TRUE(kl::test::check_close(y_dec, widen(download(dec.y_ref, dec.n_x)), tol, "decode after prefill"));
+  layer(full.args(), nullptr);
+  const std::vector<float> y_full = download(full.y, full.n_x);
+  std::vector<double> last;
+  for (int b = 0; b < B; ++b)
+    last.insert(last.end(), y_full.begin() + (static_cast<size_t>(b) * S + S - 1) * m.hidden,
+                y_full.begin() + (static_cast<size_t>(b) * S + S) * m.hidden);
+  EXPECT_TRUE(kl::test::check_close(y_dec, last, tol, "decode vs the last row of the whole prefill"));
+  // Control: the same decode step on caches whose prefill rows hold other values differs.
+  bench::fill_uniform(a_pre.k_cache, pre.n_cache, DType::bf16, 99, -1.f, 1.f);
+  bench::fill_uniform(a_pre.v_cache, pre.n_cache, DType::bf16, 98, -1.f, 1.f);
+  layer(a_dec, nullptr);
+  const bench::ErrStats e = bench::compare(download(dec.y, dec.n_x).data(), last.data(), last.size(), tol);
+  EXPECT_GT(e.rel_l2, 5e-2) << "the decode step did not depend on the prefill's cache rows";
+}
+
+// A decode step captured in a CUDA graph: after a first eager call (the families' one-time set-up),
+// the captured step replays twice to the eager call's bits.
+TEST(LayerGpu, DecodeStepReplaysInAGraph) {
+  KL_REQUIRE_GPU();
+  for (const Shape& sh : {layer_test::decode(layer_test::small_dims(), 4, 48),
+                          layer_test::decode(layer_test::medium_dims(), 16, 512)}) {
+    SCOPED_TRACE(sh.str());
+    Problem p(sh, 5);
+    bench::Stream s;
+    layer(p.args(), s);
+    KL_CHECK(cudaStreamSynchronize(s));
+    std::vector<uint16_t> eager(p.n_x), replay(p.n_x);
+    KL_CHECK(cudaMemcpy(eager.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    KL_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    layer(p.args(), s);
+    KL_CHECK(cudaStreamEndCapture(s, &g));
+    KL_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 2; ++rep) {
+      bench::poison(p.y.ptr, p.y.bytes, s);
+      KL_CHECK(cudaGraphLaunch(ge, s));
+      KL_CHECK(cudaStreamSynchronize(s));
+      KL_CHECK(cudaMemcpy(replay.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(eager, replay) << "replay " << rep << " differs from the eager call";
+    }
+    KL_CHECK(cudaGraphExecDestroy(ge));
+    KL_CHECK(cudaGraphDestroy(g));
+    p.run_reference();
+    EXPECT_TRUE(kl::test::check_close(download(p.y, p.n_x), widen(download(p.y_ref, p.n_x)),
+                                      layer_test::layer_tolerance(), "graph replay vs reference"));
+  }
+}
+
+}  // namespace
