@@ -41,7 +41,7 @@ import os
 import re
 import sys
 
-FAMILY_ORDER = ["rmsnorm", "swiglu", "softmax", "rope", "sgemm", "gemm_bf16", "attention"]
+FAMILY_ORDER = ["rmsnorm", "swiglu", "softmax", "rope", "sgemm", "gemm_bf16", "attention", "layer"]
 TORCH_IMPLS = ["torch", "torch_compile", "torch_sdpa_flash", "torch_sdpa_cudnn"]
 REF_IMPLS = ["cublas", "cudaMemcpy"]
 MEMORY_OPS = {"rmsnorm", "add_rmsnorm", "swiglu", "softmax", "rope", "rope_kv", "decode"}
@@ -50,6 +50,7 @@ CEILINGS = {
     "gemm_bf16": [("wgmma_bf16", "wgmma"), ("mma_sync_bf16", "mma")],
     "attention": [("wgmma_bf16", "wgmma"), ("mma_sync_bf16", "mma")],
     "sgemm": [("fp32_fma", "fma")],
+    "layer": [("wgmma_bf16", "wgmma"), ("mma_sync_bf16", "mma")],
 }
 COPY_OPS = ("copy_memcpy", "copy_kernel")
 
@@ -87,6 +88,10 @@ CHART = {
                                          "causal": 1}, "attention causal S=4096"),
                   ("decode", "bf16", {"B": 1, "Hq": 32, "Hkv": 8, "Sq": 1, "Skv": 32768, "D": 128},
                    "decode attention")],
+    "layer": [("prefill", "bf16", {"B": 1, "S": 4096, "L": 4096, "hidden": 4096, "Hq": 32, "Hkv": 8, "D": 128,
+                                   "mlp": 14336}, "Llama-3-8B layer prefill S=4096"),
+              ("decode", "bf16", {"B": 16, "S": 1, "L": 4096, "hidden": 4096, "Hq": 32, "Hkv": 8, "D": 128,
+                                  "mlp": 14336}, "Llama-3-8B layer decode B=16")],
 }
 # Rows of a library doing the same op (the entry point is compared with the fastest of them).
 LIBRARY_IMPLS = ["cublas"] + TORCH_IMPLS
@@ -342,8 +347,8 @@ def fmt_ratio(x, mark=""):
 
 
 def short_shape(shape):
-    """"16384×8192", "4096×4096×4096", "B=1 H=32/8 S=1/32768 D=128 causal", "B=1 S=4096 H=32/8 D=128 L=4096"
-    for charts and headlines."""
+    """"16384×8192", "4096×4096×4096", "B=1 H=32/8 S=1/32768 D=128 causal", "B=1 S=4096 H=32/8 D=128 L=4096",
+    "B=1 S=4096 L=4096 hidden=4096 H=32/8 D=128 mlp=14336" for charts and headlines."""
     k = set(shape)
     if k == {"rows", "cols"}:
         return "%d×%d" % (shape["rows"], shape["cols"])
@@ -353,6 +358,9 @@ def short_shape(shape):
         s = "B=%d H=%d/%d S=%d/%d D=%d" % (shape["B"], shape["Hq"], shape["Hkv"], shape["Sq"],
                                           shape["Skv"], shape["D"])
         return s + (" causal" if shape.get("causal") else "")
+    if k == {"B", "S", "L", "hidden", "Hq", "Hkv", "D", "mlp"}:
+        return "B=%d S=%d L=%d hidden=%d H=%d/%d D=%d mlp=%d" % (
+            shape["B"], shape["S"], shape["L"], shape["hidden"], shape["Hq"], shape["Hkv"], shape["D"], shape["mlp"])
     if k == {"B", "S", "Hq", "Hkv", "D", "L"}:
         return "B=%d S=%d H=%d/%d D=%d L=%d" % (shape["B"], shape["S"], shape["Hq"], shape["Hkv"], shape["D"],
                                                shape["L"])

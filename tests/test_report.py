@@ -90,7 +90,7 @@ def main():
             with open(png, "rb") as f:
                 ok = f.read(8) == b"\x89PNG\r\n\x1a\n"
         check(ok, "%s written (a PNG)" % name)
-    for fam in ("swiglu", "rope"):
+    for fam in ("swiglu", "rope", "layer"):
         check(not os.path.exists(os.path.join(good, "ladder_%s.png" % fam)), "no chart for a family without rows (%s)" % fam)
     md = open(tables_path).read() if os.path.exists(tables_path) else ""
 
