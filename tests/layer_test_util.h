@@ -46,10 +46,12 @@ inline LayerDims medium_dims() {
   return m;
 }
 
-// y and the written cache rows: a couple of bf16 ulps of O(1) values (the layer and its reference
-// differ in fp32 summation order, the attention's bf16 P and the last bits of the angle, which can
-// move an intermediate's rounding by one ulp), and the relative-L2 gate of the GPU tests.
-inline bench::Tolerance layer_tolerance() { return bench::Tolerance{1.0 / 64, 1.0 / 64, 1e-2}; }
+// y and the written cache rows: the layer and its reference differ in fp32 summation order, the
+// attention's bf16 P and the last bits of the angle, which can move an intermediate's rounding by
+// one ulp (at most |v| / 128 for a bf16 v). Two such moves on the way to an element (the residual r,
+// then y; qkv, then the rotated k) stay within 2^-5 + 2^-6 |ref| for |r| up to about 2 + 2 |y|;
+// the relative-L2 gate of the GPU tests catches what is wrong by more than roundings.
+inline bench::Tolerance layer_tolerance() { return bench::Tolerance{1.0 / 32, 1.0 / 64, 1e-2}; }
 
 struct Shape {
   LayerDims m;
