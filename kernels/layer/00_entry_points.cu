@@ -145,17 +145,11 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
     p.k_rows = at(p.lay.k);
     p.v_rows = at(p.lay.v);
   }
+  p.att = attention_shape(a);
   p.att.Q = at(p.lay.q);
   p.att.K = p.lay.copy_kv ? p.k_rows : a.k_cache;
   p.att.V = p.lay.copy_kv ? p.v_rows : a.v_cache;
   p.att.O = at(p.lay.o);
-  p.att.B = a.B;
-  p.att.Hq = m.Hq;
-  p.att.Hkv = m.Hkv;
-  p.att.Sq = a.S;
-  p.att.Skv = p.kv;
-  p.att.D = m.D;
-  p.att.causal = true;
   p.att.workspace = ws;
   p.att.workspace_bytes = scratch;
 

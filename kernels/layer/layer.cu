@@ -37,6 +37,18 @@ size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 
 }  // namespace
 
+AttentionArgs attention_shape(const LayerArgs& a) {
+  AttentionArgs at;
+  at.B = a.B;
+  at.Hq = a.dims.Hq;
+  at.Hkv = a.dims.Hkv;
+  at.Sq = a.S;
+  at.Skv = layer_kv_len(a);
+  at.D = a.dims.D;
+  at.causal = true;
+  return at;
+}
+
 size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
   const LayerDims& m = a.dims;
   const long long T = std::max(0LL, layer_tokens(a));
@@ -47,15 +59,7 @@ size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
                         gemm_bf16_workspace_bytes(M, m.hidden, m.Hq * m.D, d),
                         gemm_bf16_workspace_bytes(M, m.mlp, m.hidden, d),
                         gemm_bf16_workspace_bytes(M, m.hidden, m.mlp, d)});
-    AttentionArgs at;
-    at.B = a.B;
-    at.Hq = m.Hq;
-    at.Hkv = m.Hkv;
-    at.Sq = a.S;
-    at.Skv = layer_kv_len(a);
-    at.D = m.D;
-    at.causal = true;
-    scratch = std::max(scratch, attention_workspace_bytes(at, d));
+    scratch = std::max(scratch, attention_workspace_bytes(attention_shape(a), d));
   }
   return scratch;
 }

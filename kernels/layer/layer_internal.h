@@ -19,6 +19,7 @@
 #pragma once
 #include <cstddef>
 
+#include "kl/attention.h"
 #include "kl/layer.h"
 
 namespace kl::layer_detail {
@@ -39,6 +40,10 @@ size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d);
 // device needed). Sizes of an invalid shape are meaningless but finite: layer_check_args() refuses
 // the shape first.
 WorkspaceLayout workspace_layout(const LayerArgs& a, size_t scratch_bytes);
+
+// The attention call of `a`'s shape (no pointers, no workspace): B, Hq, Hkv, Sq = S, Skv = kv_len,
+// D, causal.
+AttentionArgs attention_shape(const LayerArgs& a);
 
 // Tokens B * S.
 inline long long layer_tokens(const LayerArgs& a) { return static_cast<long long>(a.B) * a.S; }
