@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "attention/decode_split.cuh"
 #include "common/streamk.cuh"
@@ -50,7 +53,13 @@ AttentionArgs attention_shape(const LayerArgs& a) {
 }
 
 size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
+  // The last shape's answer is kept per thread: a launch asks for it several times (the checks, the
+  // pick, the plan), and the GEMM family's sizing walks its plans each time.
   const LayerDims& m = a.dims;
+  const auto key = std::make_tuple(d.id, d.cc(), d.sms, d.smem_optin, d.smem_per_sm, a.B, a.S, layer_kv_len(a),
+                                   m.hidden, m.Hq, m.Hkv, m.D, m.mlp);
+  thread_local std::optional<std::pair<decltype(key), size_t>> last;
+  if (last && last->first == key) return last->second;
   const long long T = std::max(0LL, layer_tokens(a));
   const int M = static_cast<int>(std::min<long long>(T, INT32_MAX));
   size_t scratch = std::max(streamk_flag_bytes(d.sms), dec::kFlagBytes);
@@ -61,6 +70,7 @@ size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
                         gemm_bf16_workspace_bytes(M, m.hidden, m.mlp, d)});
     scratch = std::max(scratch, attention_workspace_bytes(attention_shape(a), d));
   }
+  last.emplace(key, scratch);
   return scratch;
 }
 
@@ -176,10 +186,12 @@ const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
 
 void layer(const LayerArgs& a, cudaStream_t stream) {
   const DeviceInfo& d = device_info();
-  const std::string why = layer_check_args(a, d);
-  KL_REQUIRE(why.empty(), "layer: " << why);
-  const Rung<LayerArgs>* r = layer_pick(a, d);
-  KL_REQUIRE(r, "layer: no rung supports the arguments: " << layer_rungs()[0].supports(a, d));
+  const Rung<LayerArgs>* r = layer_pick(a, d);  // every rung's supports() starts with layer_check_args
+  if (!r) {
+    const std::string why = layer_check_args(a, d);
+    KL_REQUIRE(false, "layer: " << (why.empty() ? "no rung supports the arguments: " + layer_rungs()[0].supports(a, d)
+                                                : why));
+  }
   r->launch(a, stream);
 }
 
