@@ -87,6 +87,9 @@ shapes_for() {
            "--shape rows=300,cols=4096 --shape rows=8,cols=8192" ;;
     rope)
       echo "--shape B=2,S=33,Hq=8,Hkv=2,D=128,L=40 --shape B=3,S=1,Hq=4,Hkv=4,D=64,L=17" ;;
+    layer)
+      echo "--shape B=1,S=64,L=64,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" \
+           "--shape B=2,S=1,L=96,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" ;;
     sgemm)
       echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;
     gemm_bf16)
