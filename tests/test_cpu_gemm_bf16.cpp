@@ -1,6 +1,7 @@
 // tests/test_cpu_gemm_bf16.cpp — what the bf16 GEMM family decides without a GPU: the table's
-// numbering, and refusals with a reason (shape, alignment, compute capability) that never touch the
-// device (every part-1 supports() checks these before anything that queries the card).
+// numbering, and refusals with a reason (shape, alignment, compute capability, shared memory) that
+// never touch the device (every part-1 supports() and rung 17's check these before anything that
+// queries the card).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -61,6 +62,32 @@ TEST(GemmBf16Cpu, RefusesBadShapesWithReason) {
   EXPECT_NE(gemm_bf16_rungs()[0].supports(args(200, 136, 72), d).find("16"), std::string::npos);
   EXPECT_EQ(gemm_bf16_rungs()[0].supports(args(64, 64, 64), d), "");
   EXPECT_EQ(gemm_bf16_rungs()[1].supports(args(200, 136, 72), d), "");
+}
+
+// Rung 17 (TMA, sm_90+): its refusals come before its one device query (the driver's TMA entry
+// point), so they are decided here: an sm_80 card, the family's shape and alignment rules (K a
+// multiple of 8 is also TMA's 16-byte row stride), and a card whose per-block shared memory is
+// below the shape's smallest ring (decode: its fixed tile; prefill: the smallest tile).
+TEST(GemmBf16Cpu, TmaMmaSyncRefusals) {
+  const DeviceInfo d = fake_h200();
+  const auto& r17 = gemm_bf16_rungs()[17];
+  ASSERT_EQ(r17.number, 17);
+  EXPECT_STREQ(r17.name, "tma_mma_sync");
+  EXPECT_EQ(r17.parent, 3);
+  DeviceInfo a100 = d;
+  a100.cc_major = 8;
+  a100.cc_minor = 0;
+  EXPECT_NE(r17.supports(args(64, 64, 64), a100).find("sm_90"), std::string::npos);
+  EXPECT_NE(r17.supports(args(64, 64, 60), d).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(r17.supports(args(64, 60, 64), d).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(r17.supports(args(0, 64, 64), d).find("positive"), std::string::npos);
+  EXPECT_NE(r17.supports(args(64, 64, 64, 258), d).find("aligned"), std::string::npos);
+  EXPECT_NE(r17.supports(args(64, 64, 64, 256, 520), d).find("aligned"), std::string::npos);
+  EXPECT_NE(r17.supports(args(64, 64, 64, 256, 512, 1030), d).find("aligned"), std::string::npos);
+  DeviceInfo small = d;
+  small.smem_optin = 48 * 1024;
+  for (int M : {1, 16, 32, 64, 65, 4096})
+    EXPECT_NE(r17.supports(args(M, 4096, 4096), small).find("shared memory"), std::string::npos) << M;
 }
 
 }  // namespace

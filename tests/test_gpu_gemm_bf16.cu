@@ -1,9 +1,11 @@
-// tests/test_gpu_gemm_bf16.cu — the bf16 GEMM ladder, part 1 (rungs 00-04) and the entry point.
+// tests/test_gpu_gemm_bf16.cu — the bf16 GEMM ladder, part 1 (rungs 00-04), rung 17 (part 1's tile
+// fed by TMA) and the entry point.
 //
 // Every rung of the ladder on small shapes with ragged tails against a CPU double product of the
 // same bf16 inputs (element bound and relative-L2 gate), each rung on at least one shape; part 1's
 // Stream-K bitwise identical across repeated launches (also replayed from a CUDA graph, also with
-// the workspace reused across shapes); refusals with a reason; the entry point on odd shapes.
+// the workspace reused across shapes); rung 17's tiles on ragged shapes, bitwise equal to rung 03's
+// and to themselves (also from a graph); refusals with a reason; the entry point on odd shapes.
 // Messages name the rung, the shape and the worst element.
 #include <cuda_bf16.h>
 
@@ -281,32 +283,44 @@ TEST(GemmBf16, StreamKWorkspaceReusedAcrossShapes) {
   cudaFree(ws);
 }
 
-TEST(GemmBf16, StreamKGraphReplayMatchesDirect) {
-  KL_REQUIRE_GPU();
-  const auto& sk = table()[4];
-  Problem p({16, 4096, 4096}, 6);
-  launch_checked(sk, p.args(), nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+// Launches `rung` directly, then captures one launch of it in a CUDA graph and replays the graph
+// `reps` times: every replay must reproduce the direct launch's C bit for bit.
+::testing::AssertionResult graph_replays_match_direct(const Rung<GemmBf16Args>& rung, Problem& p, int reps) {
+  launch_checked(rung, p.args(), nullptr);
+  kl::test::sync_or_die(std::string("rung ") + rung.name + ", direct launch");
   const std::vector<uint16_t> direct = p.download();
   cudaStream_t s;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    return ::testing::AssertionFailure() << "cudaStreamCreateWithFlags failed";
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t ge = nullptr;
+  ::testing::AssertionResult r = ::testing::AssertionSuccess();
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+    r = ::testing::AssertionFailure() << "cudaStreamBeginCapture failed";
+  } else {
+    rung.launch(p.args(), s);
+    if (cudaStreamEndCapture(s, &g) != cudaSuccess || cudaGraphInstantiate(&ge, g, 0) != cudaSuccess)
+      r = ::testing::AssertionFailure() << "graph capture / instantiation failed";
+  }
+  for (int rep = 0; r && rep < reps; ++rep) {
+    p.poison();
+    if (cudaGraphLaunch(ge, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess)
+      r = ::testing::AssertionFailure() << "graph replay " << rep << " failed";
+    else if (p.download() != direct)
+      r = ::testing::AssertionFailure() << "graph replay " << rep << " differs from the direct launch";
+  }
+  if (ge) cudaGraphExecDestroy(ge);
+  if (g) cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+  return r;
+}
+
+TEST(GemmBf16, StreamKGraphReplayMatchesDirect) {
+  KL_REQUIRE_GPU();
+  Problem p({16, 4096, 4096}, 6);
   // A graph of ONE launch replayed several times: the same epoch every replay. The owners'
   // flag resets must still make every replay wait for its own partials.
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
-  sk.launch(p.args(), s);
-  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
-  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-  for (int rep = 0; rep < 5; ++rep) {
-    p.poison();
-    ASSERT_EQ(cudaGraphLaunch(ge, s), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-    EXPECT_TRUE(p.download() == direct) << "graph replay " << rep << " differs from the direct launch";
-  }
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  cudaStreamDestroy(s);
+  EXPECT_TRUE(graph_replays_match_direct(table()[4], p, 5)) << "stream_k";
 }
 
 // Every CTA tile rungs 03 and 04 can choose (the per-shape choice only reaches a few of them on
@@ -349,6 +363,71 @@ TEST(GemmBf16, EveryTileForcedMatchesCpu) {
       }
     }
   }
+}
+
+// Rung 17 (rung 03's tiles fed by TMA on a full/empty mbarrier ring), every tile forced, on shapes
+// with M, N and K tails: K = 8 (one box, 56 of its 64 columns zero-filled), K = 72 and 520 (a last
+// box 8 deep), K = 200; M = 1 and 17 (most of the A box zero-filled), N = 136 (a W box mostly past
+// N). Each launch is checked against the CPU product and must equal rung 03 with the same tile bit
+// for bit (the same fragments and mma in the same order; only how a stage reaches shared memory
+// differs), and a second launch must equal the first. One shape is also replayed from a CUDA graph.
+// The refusals (K, N not multiples of 8, misaligned pointers) hold on a TMA card.
+TEST(GemmBf16, TmaMmaSyncEveryTileRaggedDeterministicGraph) {
+  KL_REQUIRE_GPU();
+  using gemm_bf16_detail::Tile;
+  using gemm_bf16_detail::tile_name;
+  const DeviceInfo& d = device_info();
+  const auto& r17 = table()[17];
+  ASSERT_EQ(r17.number, 17);
+  if (d.cc() < 90) GTEST_SKIP() << "rung 17 needs TMA (sm_90+): " << r17.supports(Problem({64, 64, 64}).args(), d);
+  const std::vector<Shape3> shapes = {{1, 136, 72},    {17, 200, 520},  {129, 264, 8},
+                                      {200, 136, 72},  {300, 520, 1000}, {1000, 1016, 200}};
+  for (const Shape3& sh : shapes) {
+    Problem p(sh, 17);
+    ASSERT_EQ(r17.supports(p.args(), d), "") << str(sh);
+    const int samples = sh.M * sh.N > 100000 ? 3000 : 0;
+    for (int ti = 0; ti < static_cast<int>(Tile::kCount); ++ti) {
+      const Tile t = static_cast<Tile>(ti);
+      const std::string what = std::string(tile_name(t)) + " on " + str(sh);
+      p.poison();
+      try {
+        gemm_bf16_detail::gemm_bf16_tma_mma_sync_launch_tile(t, p.args(), nullptr);
+      } catch (const BadArgument&) {
+        continue;  // does not fit this device (sm_120: the 128x256 tile)
+      }
+      kl::test::sync_or_die("rung 17, tile " + what);
+      const std::vector<uint16_t> first = p.download();
+      EXPECT_EQ(p.check(samples), "") << "rung 17, tile " << what;
+      p.poison();
+      gemm_bf16_detail::gemm_bf16_tma_mma_sync_launch_tile(t, p.args(), nullptr);
+      kl::test::sync_or_die("rung 17, tile " + what + ", second launch");
+      EXPECT_TRUE(p.download() == first) << "rung 17 not bitwise repeatable, tile " << what;
+      p.poison();
+      gemm_bf16_detail::gemm_bf16_mma_sync_swizzle_launch_tile(t, p.args(), nullptr);
+      kl::test::sync_or_die("rung 03, tile " + what);
+      EXPECT_TRUE(p.download() == first) << "rung 17 differs from rung 03 with the same tile, " << what;
+    }
+    // The rung's own tile choice.
+    p.poison();
+    ASSERT_NO_THROW(launch_checked(r17, p.args(), nullptr)) << str(sh);
+    kl::test::sync_or_die("rung 17 at " + str(sh));
+    EXPECT_EQ(p.check(samples), "") << "rung 17 on " << str(sh);
+  }
+
+  Problem p({300, 520, 1000}, 18);
+  // Tensor maps are encoded on the host and passed by value: the launch captures like any other.
+  EXPECT_TRUE(graph_replays_match_direct(r17, p, 3)) << "rung 17";
+
+  GemmBf16Args bad_k = p.args(), bad_n = p.args(), bad_a = p.args(), bad_w = p.args();
+  bad_k.K = 996;  // a multiple of 4, not of 8: a 1992-byte row stride TMA cannot take
+  bad_n.N = 516;
+  bad_a.A = p.A + 4;  // 8-byte offset
+  bad_w.W = p.W + 1;
+  EXPECT_NE(r17.supports(bad_k, d).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(r17.supports(bad_n, d).find("multiple of 8"), std::string::npos);
+  EXPECT_NE(r17.supports(bad_a, d).find("aligned"), std::string::npos);
+  EXPECT_NE(r17.supports(bad_w, d).find("aligned"), std::string::npos);
+  EXPECT_THROW(launch_checked(r17, bad_k, nullptr), BadArgument);
 }
 
 TEST(GemmBf16, RefusesUnsupportedWithReason) {

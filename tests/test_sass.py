@@ -12,6 +12,8 @@ instructions per kernel (names demangled with c++filt) and checks:
     issue HMMA;
   - sgemm rung 15's kernel (sgemm_ak_kernel<Bk64TwoStage, false>) and the 128x256 tile of
     gemm_bf16 rungs 03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
+  - gemm_bf16 rung 17's six tiles issue TMA loads (UTMALDG) and HMMA, touch no local memory, and
+    have one block barrier (BAR) at most: the ring's init, none in the k-loop;
   - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
     instead of passing by matching nothing).
 Exits 77 (ctest: skipped) when cuobjdump, nvdisasm or c++filt is missing or a binary has no sm_90a code (for
@@ -113,6 +115,14 @@ def main(build):
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::(mma_sync|stream_k)_gemm_kernel<"
             r"kl::gemm_bf16_detail::MmaCfg<kl::gemm_bf16_detail::Tile128x256>",
          2, "gemm_bf16 rungs 03/04, 128x256 tile", need=("HMMA",), forbid=("STL",))
+
+    # Rung 17 (rung 03's tiles fed by TMA): a producer warp and full/empty mbarriers, so the one
+    # __syncthreads (after the barriers' init) is the kernel's only BAR.
+    r17 = r"kl::gemm_bf16_detail::\(anonymous namespace\)::gemm_bf16_tma_mma_sync_kernel<"
+    rule(g, r17, 6, "gemm_bf16 rung 17", need=("HMMA", "UTMALDG"), forbid=("STL", "LDL"))
+    for k, c in g.items():
+        if re.search(r17, k):
+            check(c["BAR"] <= 1, f"gemm_bf16 rung 17: {k[:100]}... has at most one BAR ({c['BAR']})")
 
     a = found["bench_attention"]
     rule(a, r"kl::hattn::flash_attention_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))

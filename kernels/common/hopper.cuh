@@ -1,10 +1,12 @@
-// kernels/common/hopper.cuh — sm_90a building blocks: mbarriers, TMA (cp.async.bulk.tensor),
+// kernels/common/hopper.cuh — sm_90 building blocks: mbarriers, TMA (cp.async.bulk.tensor),
 // wgmma (warpgroup MMA from shared-memory descriptors), setmaxnreg, stmatrix, cluster helpers.
 //
 // Each wrapper is one PTX instruction (PTX ISA 8.x: "mbarrier", "cp.async.bulk.tensor",
-// "wgmma.mma_async", "setmaxnreg", "stmatrix"). Everything that needs sm_90a sits inside
-// `#if defined(__CUDA_ARCH_FEAT_SM90_ALL)`; on other targets (sm_120, host pass) the wrappers are
-// not declared, so kernels using them must guard their bodies the same way.
+// "wgmma.mma_async", "setmaxnreg", "stmatrix"). wgmma and setmaxnreg need sm_90a and sit inside
+// `#if defined(__CUDA_ARCH_FEAT_SM90_ALL)`; the rest (mbarriers, proxy fences, TMA, stmatrix, named
+// barriers) is sm_90+ (sm_120 has it too) and sits inside `__CUDA_ARCH__ >= 900`. Where a guard is
+// off (sm_120 for the first, the host pass for both) the wrappers are not declared, so kernels
+// using them must guard their bodies the same way.
 //
 // Rules the callers rely on (see docs/gemm_bf16.md, Part 2):
 //  * mbarrier phases: a barrier starts in phase 0. wait(bar, parity) returns once the phase with that
@@ -24,7 +26,7 @@
 
 namespace kl {
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 __device__ __forceinline__ uint32_t hp_smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -123,6 +125,17 @@ __device__ __forceinline__ void tma_load_2d(void* smem_dst, const void* tmap, ui
       "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
+// tma_load_2d into this CTA's own shared memory (.shared::cta destination, PTX ISA 8.6). The
+// .shared::cluster form may name another CTA's memory: sm_120 code then checks the address's CTA on
+// every load and keeps a call to a slow path for the remote case (a stack frame in the kernel).
+__device__ __forceinline__ void tma_load_2d_cta(void* smem_dst, const void* tmap, uint64_t* bar,
+                                                int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(hp_smem_u32(smem_dst)),
+      "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
 // Prefetches a box of the map into L2 only (no shared memory, no barrier): lets a producer keep
 // more bytes in flight from DRAM than its shared-memory ring holds.
 __device__ __forceinline__ void tma_prefetch_l2_2d(const void* tmap, int c0, int c1) {
@@ -177,6 +190,9 @@ __device__ __forceinline__ void tma_store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 
+#endif  // __CUDA_ARCH__ >= 900
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // ---------------------------------------------------------------- wgmma
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -441,6 +457,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
 }
 
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // ---------------------------------------------------------------- stmatrix
 // Four 8x8 b16 matrices from the mma/wgmma accumulator layout (lane t holds row t/4, cols
 // 2(t%4)..+1 of each); lanes 8i..8i+7 give the row addresses of matrix i.
@@ -459,6 +478,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+#endif  // __CUDA_ARCH__ >= 900
 
 }  // namespace kl

@@ -30,6 +30,11 @@ void gemm_bf16_mma_sync_swizzle_launch_tile(Tile t, const GemmBf16Args& a, cudaS
 // "" or why not (the tile does not fit the device, workspace too small).
 std::string gemm_bf16_stream_k_supports_tile(Tile t, int sk, const GemmBf16Args& a, const DeviceInfo& d);
 void gemm_bf16_stream_k_launch_tile(Tile t, int sk, const GemmBf16Args& a, cudaStream_t s);
+// Rung 17 (rung 03's tiles fed by TMA, sm_90+; appended to the table by hopper_rungs.cu), and with
+// a forced tile (throws BadArgument if the tile does not fit the device).
+std::string gemm_bf16_tma_mma_sync_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_tma_mma_sync_launch(const GemmBf16Args& a, cudaStream_t s);
+void gemm_bf16_tma_mma_sync_launch_tile(Tile t, const GemmBf16Args& a, cudaStream_t s);
 
 // Shape / pointer checks every part-1 rung shares: M, N, K > 0; N and K multiples of 8 (one
 // 16-byte chunk); A, W, C 16-byte aligned. "" = fine, else the reason.

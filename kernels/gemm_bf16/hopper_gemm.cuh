@@ -156,12 +156,13 @@ class PlanCache {
 };
 __host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // Rounds a dynamic-smem pointer up to 1024 bytes (128B-swizzle atoms must be 1024-aligned so the
-// descriptor base offset is 0 and TMA's swizzle phase matches wgmma's).
+// descriptor base offset is 0 and TMA's swizzle phase matches wgmma's and ldmatrix's addressing).
 __device__ __forceinline__ uint8_t* align1024(uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
 }
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 // Bounded register epilogue for a 64 x BN wgmma accumulator (warpgroup-local thread index
 // `t128`): row = 16*warp + lane/4 (+8), col = 8j + 2*(lane%4). N is even, so col < N means the

@@ -1,8 +1,10 @@
-// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16) and the decode rung
-// (10) to the gemm_bf16 table (gemm_bf16.cu calls this once while building the table). Each rung's
-// number, name and one change are written here and nowhere else; the kernels live in NN_*.cu.
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16), the decode rung (10)
+// and the sm_90+ TMA rung (17) to the gemm_bf16 table (gemm_bf16.cu calls this once while building
+// the table). Each rung's number, name and one change are written here and nowhere else; the
+// kernels live in NN_*.cu.
 // Which rung runs for which shape is the entry point's pick (gemm_bf16.cu), not the highest number.
 #include "kl/gemm_bf16.h"
+#include "gemm_bf16/gemm_bf16_rungs.h"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& t) {
@@ -46,4 +48,9 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "rung 15's whole-K stream over 64-row tiles of any M: 64 x (32-128) tiles, one CTA per SM "
                "where they fit (small prefill shapes)",
                gemm_bf16_small_tiles_supports, gemm_bf16_small_tiles_launch, /*parent=*/15});
+  t.push_back({17, "tma_mma_sync",
+               "rung 03's tiles fed by TMA: a producer warp fills 128B-swizzled stages on full/empty "
+               "mbarriers, no block barrier in the k-loop (sm_90 and sm_120)",
+               kl::gemm_bf16_detail::gemm_bf16_tma_mma_sync_supports,
+               kl::gemm_bf16_detail::gemm_bf16_tma_mma_sync_launch, /*parent=*/3});
 }
