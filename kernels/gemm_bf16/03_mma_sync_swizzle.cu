@@ -70,16 +70,7 @@ double model_tile(Tile t, const GemmBf16Args& a, const DeviceInfo& d) {
 }
 
 Tile choose(const GemmBf16Args& a, const DeviceInfo& d) {
-  if (a.M <= 16) return Tile::D16;
-  if (a.M <= 32) return Tile::D32;
-  if (a.M <= 64) return Tile::T;
-  Tile best = kPrefillTiles[0];
-  double bt = INFINITY;
-  for (Tile t : kPrefillTiles) {
-    const double m = model_tile(t, a, d);
-    if (m < bt) best = t, bt = m;
-  }
-  return best;
+  return choose_tile(a.M, [&](Tile t) { return model_tile(t, a, d); });
 }
 
 }  // namespace

@@ -323,6 +323,22 @@ inline double tile_efficiency(Tile t) {
 // The tiles the wave models choose from for M > 64, best first.
 constexpr Tile kPrefillTiles[] = {Tile::L, Tile::M, Tile::S, Tile::T};
 
+// Decode shapes take the fixed tile for their M; the rest the prefill tile of lowest modelled time
+// (`model(tile)`: the rung's own wave model, INFINITY for a tile that does not fit).
+template <class Model>
+Tile choose_tile(int M, Model model) {
+  if (M <= 16) return Tile::D16;
+  if (M <= 32) return Tile::D32;
+  if (M <= 64) return Tile::T;
+  Tile best = kPrefillTiles[0];
+  double bt = INFINITY;
+  for (Tile t : kPrefillTiles) {
+    const double m = model(t);
+    if (m < bt) best = t, bt = m;
+  }
+  return best;
+}
+
 // Host side: resident CTAs per SM for kernel `fn` with Cfg's block and smem (0 if it cannot run,
 // e.g. the smem exceeds the card's opt-in limit). Sets the >48 KB opt-in attribute once.
 template <class Cfg>
