@@ -28,8 +28,7 @@ using namespace kl;
 using namespace kl::bench;
 
 const std::vector<std::string> kDims = {"B", "S", "L", "hidden", "Hq", "Hkv", "D", "mlp"};
-constexpr long long kSameAsS = -1;  // L left out: L = S (a given value is never negative)
-const std::map<std::string, long long> kDefaults = {{"B", 1},   {"L", kSameAsS}, {"hidden", 4096},
+const std::map<std::string, long long> kDefaults = {{"B", 1},   {"L", kLSameAsS}, {"hidden", 4096},
                                                     {"Hq", 32}, {"Hkv", 8},      {"D", 128},
                                                     {"mlp", 14336}};
 // Llama-3-8B: a prefill of 4096 tokens, decode steps of 1 and 16 sequences against 4096-row caches.
@@ -169,9 +168,7 @@ int run(int argc, char** argv) {
 
   std::vector<Shape> parsed;
   for (const auto& s : o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes) : o.shapes) {
-    Shape sh = parse_shape(s, kDims, kDefaults);
-    Shape r;
-    for (const auto& d : sh.dims) r.dims.emplace_back(d.first, d.first == "L" && d.second == kSameAsS ? sh["S"] : d.second);
+    const Shape r = parse_shape_with_cache(s, kDims, kDefaults);
     for (const char* k : {"B", "S", "L", "hidden", "Hq", "Hkv", "mlp"})
       KL_REQUIRE(r[k] >= 1 && r[k] <= 0x7fffffffLL, "bench_layer: " << k << " must be in 1..2^31-1 (shape " << s << ")");
     KL_REQUIRE(r["D"] == 64 || r["D"] == 128, "bench_layer: D must be 64 or 128 (shape " << s << ")");

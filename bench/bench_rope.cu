@@ -32,9 +32,8 @@ using namespace kl;
 using namespace kl::bench;
 
 const std::vector<std::string> kDims = {"B", "S", "Hq", "Hkv", "D", "L"};
-constexpr long long kSameAsS = -1;  // L left out: L = S (a given value is never negative)
 const std::map<std::string, long long> kDefaults = {
-    {"B", 1}, {"Hq", 32}, {"Hkv", 8}, {"D", 128}, {"L", kSameAsS}};
+    {"B", 1}, {"Hq", 32}, {"Hkv", 8}, {"D", 128}, {"L", kLSameAsS}};
 // Llama-3-8B heads (32 / 8, D 128): prefill of 4096 and 16384 tokens, decode steps of 1, 16 and 64
 // sequences against caches of 8192 rows.
 const std::vector<std::string> kDefaultShapes = {"B=1,S=4096",         "B=1,S=16384",
@@ -255,9 +254,7 @@ int run(int argc, char** argv) {
 
   std::vector<Shape> parsed;
   for (const auto& s : o.shapes.empty() ? (o.quick ? kQuickShapes : kDefaultShapes) : o.shapes) {
-    Shape sh = parse_shape(s, kDims, kDefaults);
-    Shape r;
-    for (const auto& d : sh.dims) r.dims.emplace_back(d.first, d.first == "L" && d.second == kSameAsS ? sh["S"] : d.second);
+    const Shape r = parse_shape_with_cache(s, kDims, kDefaults);
     for (const char* k : {"B", "S", "Hq", "Hkv", "L"})
       KL_REQUIRE(r[k] >= 1 && r[k] <= 0x7fffffffLL, "bench_rope: " << k << " must be in 1..2^31-1 (shape " << s << ")");
     KL_REQUIRE(r["D"] == 64 || r["D"] == 128, "bench_rope: D must be 64 or 128 (shape " << s << ")");

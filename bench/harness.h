@@ -90,6 +90,17 @@ struct Shape {
 Shape parse_shape(const std::string& s, const std::vector<std::string>& dims,
                   const std::map<std::string, long long>& defaults = {});  // throws BadArgument
 
+// The default of a KV-cache length "L" that follows the sequence length: parse_shape_with_cache()
+// turns an L left at kLSameAsS into S (a given value is never negative).
+constexpr long long kLSameAsS = -1;
+inline Shape parse_shape_with_cache(const std::string& s, const std::vector<std::string>& dims,
+                                    const std::map<std::string, long long>& defaults) {
+  const Shape sh = parse_shape(s, dims, defaults);
+  Shape r;
+  for (const auto& d : sh.dims) r.dims.emplace_back(d.first, d.first == "L" && d.second == kLSameAsS ? sh["S"] : d.second);
+  return r;
+}
+
 // ---------------------------------------------------------------- rung selection
 // Resolves --variant against a family's table. "all" = every rung; "auto" is returned as the
 // flag `want_auto`. Unknown names throw BadArgument (the bench turns that into exit 2).
