@@ -53,10 +53,16 @@ def _ptr(t):
     return t.data_ptr()
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
 def _direct(*ts):
-    """True when the call can skip the custom-op dispatch: eager (not tracing), plain tensors (no
-    fake or other subclass), no gradient wanted."""
-    return not torch.compiler.is_compiling() and all(type(t) is torch.Tensor and not t.requires_grad for t in ts)
+    """True when the call can skip the custom-op dispatch: eager (not tracing), plain tensors or
+    parameters (no fake or other subclass), no gradient wanted (grad mode off, or none requires it)."""
+    if torch.compiler.is_compiling():
+        return False
+    grad = torch.is_grad_enabled()
+    return all(type(t) in _PLAIN and not (grad and t.requires_grad) for t in ts)
 
 
 def _on(device):

@@ -164,6 +164,10 @@ def test_custom_op_path_matches_direct_calls():
     assert torch.equal(ops.linear(x, wl), kl.linear(x, wl))
     q = torch.randn(1, 4, 8, 64, device=DEV, dtype=torch.bfloat16)
     assert torch.equal(ops.attention(q, q, q, True, 0.0), kl.attention(q, q, q, causal=True))
+    # Parameters without a gradient wanted (inference) take the direct path too, with the same bits.
+    wp = torch.nn.Parameter(w.clone())
+    with torch.no_grad():
+        assert torch.equal(kl.rmsnorm(x, wp), ops.rmsnorm(x, w, 1e-6))
     # A tensor that wants a gradient goes through the custom op (which has no backward) and says so
     # at backward time, instead of silently returning a tensor cut from the graph.
     xg = x.float().requires_grad_()
