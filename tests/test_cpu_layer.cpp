@@ -92,22 +92,27 @@ TEST(LayerCpu, Defaults) {
 
 TEST(LayerCpu, WorkspaceLayoutHoldsEveryTensor) {
   const LayerDims m;
-  const size_t scratch = 1000000;  // rounded up to 256 bytes
+  layer_detail::FamilyScratch fam;
+  fam.gemm = 1000000;       // rounded up to 256 bytes
+  fam.attention = 300001;   // its own region after the GEMMs'
   for (const LayerArgs& a : {llama(LayerMode::prefill, 1, 4096, 4096), llama(LayerMode::prefill, 2, 300, 512),
                              llama(LayerMode::prefill, 3, 7, 20, 20), llama(LayerMode::decode, 1, 1, 4096),
                              llama(LayerMode::decode, 16, 1, 4096, 1000)}) {
     SCOPED_TRACE(std::to_string(a.B) + "x" + std::to_string(a.S) + " L " + std::to_string(a.L));
-    const layer_detail::WorkspaceLayout w = layer_detail::workspace_layout(a, scratch);
+    const layer_detail::WorkspaceLayout w = layer_detail::workspace_layout(a, fam);
     const size_t T = size_t(a.B) * a.S, kv = size_t(layer_kv_len(a));
     const size_t width = size_t(m.Hq + 2 * m.Hkv) * m.D, hqd = size_t(m.Hq) * m.D;
-    EXPECT_EQ(w.scratch, (scratch + 255) / 256 * 256);
+    EXPECT_EQ(w.gemm, (fam.gemm + 255) / 256 * 256);
+    EXPECT_EQ(w.att_bytes, (fam.attention + 255) / 256 * 256);
+    EXPECT_GT(w.att_flags, 0u);
+    EXPECT_LE(w.att_flags, w.att_bytes);
     EXPECT_EQ(w.copy_kv, kv < size_t(a.L)) << "B * Hkv > 1 here: rows [0, kv_len) are not contiguous";
     EXPECT_EQ(w.copy_o, a.S > 1);
     // (offset, bytes) of every piece, in layout order: each starts 256-byte aligned, after the
     // previous one ends.
     const size_t kv_bytes = w.copy_kv ? 2 * size_t(a.B) * m.Hkv * kv * m.D : 0;
     const std::pair<size_t, size_t> pieces[] = {
-        {0, w.scratch},           {w.pos, 4 * T},          {w.h, 2 * T * m.hidden},
+        {0, w.gemm},              {w.att, w.att_bytes},    {w.pos, 4 * T},          {w.h, 2 * T * m.hidden},
         {w.qkv, 2 * T * width},   {w.q, 2 * T * hqd},      {w.k, kv_bytes},
         {w.v, kv_bytes},          {w.o, 2 * T * hqd},      {w.o_tok, w.copy_o ? 2 * T * hqd : 0},
         {w.r, 2 * T * m.hidden},  {w.h2, 2 * T * m.hidden}, {w.g, 2 * T * m.mlp},
@@ -125,7 +130,7 @@ TEST(LayerCpu, WorkspaceLayoutHoldsEveryTensor) {
   LayerArgs one = llama(LayerMode::decode, 1, 1, 4096, 1000);
   one.dims.Hq = 8;
   one.dims.Hkv = 1;
-  EXPECT_FALSE(layer_detail::workspace_layout(one, 0).copy_kv);
+  EXPECT_FALSE(layer_detail::workspace_layout(one, {}).copy_kv);
 }
 
 TEST(LayerCpu, FlopsAndBytes) {
@@ -165,6 +170,7 @@ TEST(LayerCpu, RefusesWithReasonBeforeAskingTheDevice) {
       {"null x", with(p, [](LayerArgs& a) { a.x = nullptr; }), "null x"},
       {"null wup", with(p, [](LayerArgs& a) { a.w.wup = nullptr; }), "null weight"},
       {"null k_cache", with(p, [](LayerArgs& a) { a.k_cache = nullptr; }), "null k_cache"},
+      {"v_cache misaligned", with(p, [](LayerArgs& a) { a.v_cache += 1; }), "16-byte aligned"},
       {"D = 96", with(p, [](LayerArgs& a) { a.dims.D = 96; }), "D must be 64 or 128"},
       {"Hkv 3", with(p, [](LayerArgs& a) { a.dims.Hkv = 3; }), "Hkv dividing Hq"},
       {"mlp 14340", with(p, [](LayerArgs& a) { a.dims.mlp = 14340; }), "multiples of 8"},

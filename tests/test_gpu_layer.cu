@@ -174,6 +174,7 @@ TEST(LayerGpu, RefusalsLaunchNothing) {
   add("null x", [](LayerArgs& a) { a.x = nullptr; });
   add("null wdown", [](LayerArgs& a) { a.w.wdown = nullptr; });
   add("null v_cache", [](LayerArgs& a) { a.v_cache = nullptr; });
+  add("k_cache misaligned (the cache rows are copied in 16-byte chunks)", [](LayerArgs& a) { a.k_cache += 1; });
   add("D = 96", [](LayerArgs& a) { a.dims.D = 96; });
   add("Hkv not dividing Hq", [](LayerArgs& a) { a.dims.Hkv = 3; });
   add("hidden not a multiple of 8", [](LayerArgs& a) { a.dims.hidden = 252; });

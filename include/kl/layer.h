@@ -68,9 +68,10 @@ struct LayerArgs {
   int B = 0, S = 1, L = 0;           // sequences, tokens per sequence (decode: 1), cache rows
   int kv_len = 0;                    // cache rows the attention reads; 0: prefill S, decode L
   // Every intermediate tensor and the families' workspaces. Caller-owned, 256-byte aligned, sized by
-  // layer_workspace_bytes(); zero it once before its first use (the GEMM and attention flags live in
-  // it: nothing else ever writes where they lie, whatever the shape, and the kernels leave them
-  // ready), then reuse it for any shape. Two launches in flight must not share it.
+  // layer_workspace_bytes(); zero it once before its first use (the GEMMs' flags live at its start:
+  // nothing else ever writes there, whatever the shape, and the kernels leave them ready; the
+  // attention's flags, in a region of their own, are cleared by every launch), then reuse it for
+  // any shape. Two launches in flight must not share it.
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };

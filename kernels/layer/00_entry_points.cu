@@ -9,8 +9,9 @@
 //   kernel for y = r + down (no family fuses it). Every intermediate is a bf16 tensor in the
 //   workspace.
 // Why: the reference point: each op at its family's best rung, nothing fused across ops.
-// Limits: 11 to 16 kernels in a row; every intermediate makes a round trip through memory; the
-//   copies and the residual add move bytes no op needs; a decode step pays each launch's latency.
+// Limits: 11 to 16 kernels in a row, and a memset of the attention's flag words; every
+//   intermediate makes a round trip through memory; the copies and the residual add move bytes no
+//   op needs; a decode step pays each launch's latency.
 #include <cuda_bf16.h>
 
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "kernels/layer/layer_internal.h"
 #include "kl/attention.h"
+#include "kl/check.h"
 #include "kl/gemm_bf16.h"
 #include "kl/rmsnorm.h"
 #include "kl/rope.h"
@@ -110,7 +112,7 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   auto at = [&](size_t off) { return reinterpret_cast<bf16*>(ws + off); };
   const long long T = layer_tokens(a);
   const int width = static_cast<int>(qkv_width(m)), hq_d = m.Hq * m.D;
-  const size_t scratch = p.lay.scratch;
+  const size_t gemm_ws = p.lay.gemm;
 
   p.norm1.x = a.x;
   p.norm1.w = a.w.attn_norm;
@@ -120,7 +122,7 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.norm1.eps = m.eps;
   p.norm1.dtype = DType::bf16;
 
-  p.qkv = gemm_args(at(p.lay.h), a.w.wqkv, at(p.lay.qkv), T, width, m.hidden, ws, scratch);
+  p.qkv = gemm_args(at(p.lay.h), a.w.wqkv, at(p.lay.qkv), T, width, m.hidden, ws, gemm_ws);
 
   const int* pos = a.pos;
   if (!pos) {
@@ -150,11 +152,11 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.att.K = p.lay.copy_kv ? p.k_rows : a.k_cache;
   p.att.V = p.lay.copy_kv ? p.v_rows : a.v_cache;
   p.att.O = at(p.lay.o);
-  p.att.workspace = ws;
-  p.att.workspace_bytes = scratch;
+  p.att.workspace = ws + p.lay.att;
+  p.att.workspace_bytes = p.lay.att_bytes;
 
   if (p.lay.copy_o) p.o_tok = at(p.lay.o_tok);
-  p.oproj = gemm_args(p.lay.copy_o ? p.o_tok : at(p.lay.o), a.w.wo, at(p.lay.r), T, m.hidden, hq_d, ws, scratch);
+  p.oproj = gemm_args(p.lay.copy_o ? p.o_tok : at(p.lay.o), a.w.wo, at(p.lay.r), T, m.hidden, hq_d, ws, gemm_ws);
 
   p.norm2.r = at(p.lay.r);  // holds o Wo^T; becomes r = x + o Wo^T
   p.norm2.x = a.x;
@@ -165,15 +167,15 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.norm2.eps = m.eps;
   p.norm2.dtype = DType::bf16;
 
-  p.gate = gemm_args(at(p.lay.h2), a.w.wgate, at(p.lay.g), T, m.mlp, m.hidden, ws, scratch);
-  p.up = gemm_args(at(p.lay.h2), a.w.wup, at(p.lay.u), T, m.mlp, m.hidden, ws, scratch);
+  p.gate = gemm_args(at(p.lay.h2), a.w.wgate, at(p.lay.g), T, m.mlp, m.hidden, ws, gemm_ws);
+  p.up = gemm_args(at(p.lay.h2), a.w.wup, at(p.lay.u), T, m.mlp, m.hidden, ws, gemm_ws);
   p.act.g = at(p.lay.g);
   p.act.u = at(p.lay.u);
   p.act.y = at(p.lay.act);
   p.act.rows = static_cast<int>(T);
   p.act.cols = m.mlp;
   p.act.dtype = DType::bf16;
-  p.down = gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, scratch);
+  p.down = gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, gemm_ws);
   return p;
 }
 
@@ -212,6 +214,9 @@ void layer_entry_points_launch(const LayerArgs& a, cudaStream_t s) {
   const Plan p = make_plan(a, device_info());
   const LayerDims& m = a.dims;
   const long long T = layer_tokens(a);
+  // The attention's flag words: its region's offset follows the shape, so whatever an earlier call
+  // of another shape left there is cleared (a flag counts when it equals the launch's epoch).
+  KL_CHECK(cudaMemsetAsync(static_cast<char*>(a.workspace) + p.lay.att, 0, p.lay.att_flags, s));
   if (p.pos_fill) {
     layer_entry_points_positions_kernel<<<blocks_for(T), kThreads, 0, s>>>(p.pos_fill, T, a.S, p.kv - a.S);
     KL_CHECK_LAUNCH();

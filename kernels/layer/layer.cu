@@ -52,34 +52,39 @@ AttentionArgs attention_shape(const LayerArgs& a) {
   return at;
 }
 
-size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
+FamilyScratch family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d) {
   // The last shape's answer is kept per thread: a launch asks for it several times (the checks, the
   // pick, the plan), and the GEMM family's sizing walks its plans each time.
   const LayerDims& m = a.dims;
   const auto key = std::make_tuple(d.id, d.cc(), d.sms, d.smem_optin, d.smem_per_sm, a.B, a.S, layer_kv_len(a),
                                    m.hidden, m.Hq, m.Hkv, m.D, m.mlp);
-  thread_local std::optional<std::pair<decltype(key), size_t>> last;
+  thread_local std::optional<std::pair<decltype(key), FamilyScratch>> last;
   if (last && last->first == key) return last->second;
   const long long T = std::max(0LL, layer_tokens(a));
   const int M = static_cast<int>(std::min<long long>(T, INT32_MAX));
-  size_t scratch = std::max(streamk_flag_bytes(d.sms), dec::kFlagBytes);
+  FamilyScratch s;
+  s.gemm = streamk_flag_bytes(d.sms);
+  s.attention = dec::kFlagBytes;
   if (M > 0 && m.hidden > 0 && m.mlp > 0 && m.D > 0) {
-    scratch = std::max({scratch, gemm_bf16_workspace_bytes(M, static_cast<int>(qkv_width(m)), m.hidden, d),
-                        gemm_bf16_workspace_bytes(M, m.hidden, m.Hq * m.D, d),
-                        gemm_bf16_workspace_bytes(M, m.mlp, m.hidden, d),
-                        gemm_bf16_workspace_bytes(M, m.hidden, m.mlp, d)});
-    scratch = std::max(scratch, attention_workspace_bytes(attention_shape(a), d));
+    s.gemm = std::max({s.gemm, gemm_bf16_workspace_bytes(M, static_cast<int>(qkv_width(m)), m.hidden, d),
+                       gemm_bf16_workspace_bytes(M, m.hidden, m.Hq * m.D, d),
+                       gemm_bf16_workspace_bytes(M, m.mlp, m.hidden, d),
+                       gemm_bf16_workspace_bytes(M, m.hidden, m.mlp, d)});
+    s.attention = std::max(s.attention, attention_workspace_bytes(attention_shape(a), d));
   }
-  last.emplace(key, scratch);
-  return scratch;
+  last.emplace(key, s);
+  return s;
 }
 
-WorkspaceLayout workspace_layout(const LayerArgs& a, size_t scratch_bytes) {
+WorkspaceLayout workspace_layout(const LayerArgs& a, const FamilyScratch& s) {
   WorkspaceLayout w;
   const LayerDims& m = a.dims;
   const long long T = std::max(0LL, layer_tokens(a));
   const int kv = layer_kv_len(a);
-  w.scratch = round256(scratch_bytes);
+  w.gemm = round256(s.gemm);
+  w.att = w.gemm;
+  w.att_bytes = round256(s.attention);
+  w.att_flags = std::min(dec::kFlagBytes, w.att_bytes);
   w.copy_kv = kv < a.L && static_cast<long long>(a.B) * m.Hkv > 1;
   w.copy_o = a.S > 1;
   const double Td = static_cast<double>(T);
@@ -88,7 +93,7 @@ WorkspaceLayout workspace_layout(const LayerArgs& a, size_t scratch_bytes) {
   const size_t tok_mlp = static_cast<size_t>(Td * m.mlp) * bf;
   const size_t q_bytes = static_cast<size_t>(Td * m.Hq * m.D) * bf;
   const size_t kv_bytes = w.copy_kv ? static_cast<size_t>(static_cast<double>(a.B) * m.Hkv * kv * m.D) * bf : 0;
-  size_t off = w.scratch;
+  size_t off = w.att + w.att_bytes;
   auto take = [&](size_t bytes) {
     const size_t at = off;
     off += round256(bytes);
@@ -160,6 +165,8 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   if (!w.attn_norm || !w.wqkv || !w.wo || !w.mlp_norm || !w.wgate || !w.wup || !w.wdown)
     return "null weight pointer";
   if (!a.k_cache || !a.v_cache) return "null k_cache or v_cache";
+  if (!aligned(a.k_cache, 16) || !aligned(a.v_cache, 16))
+    return "k_cache and v_cache must be 16-byte aligned (their rows are read in 16-byte chunks)";
   if (a.mode == LayerMode::decode && !a.pos) return "decode needs the positions pos[B]";
   if (!a.workspace) return "null workspace (size it with layer_workspace_bytes)";
   if (!aligned(a.workspace, 256)) return "workspace must be 256-byte aligned";

@@ -2,11 +2,14 @@
 // 00 (every intermediate tensor of the layer, and the families' scratch) and the argument helpers.
 //
 // Layout, each piece 256-byte aligned:
-//   scratch   the GEMMs' and the attention's workspace, at offset 0 for every shape. Both families
-//             keep their flags at the start of their workspace and leave them at 0 after a launch;
-//             the region is never smaller than either flag area, so no other tensor of any shape is
-//             ever written where a flag lies (a zeroed workspace serves every shape). The families
-//             run one after the other on the stream, so they share it.
+//   gemm      the GEMMs' workspace, at offset 0 for every shape: its Stream-K flags stay at the
+//             start ([0, streamk_flag_bytes)) whatever the shape, the GEMMs leave them at 0, and
+//             nothing else is ever written there (a zeroed workspace serves every shape)
+//   att       the attention's workspace, its own region (its split pieces' flags at its start,
+//             then partials; the GEMMs' partials and rung 03's prefill partials, which start at
+//             the families' workspace offset 0, would otherwise land on the other family's flags);
+//             its offset depends on the shape, so the entry point zeroes its flag words
+//             (att_flags bytes) on the stream before every launch
 //   pos       [T] int32: the default prefill positions (when the caller gives none)
 //   h, qkv, q [T, hidden], [T, (Hq + 2 Hkv) D], [B, Hq, S, D]
 //   k, v      [B, Hkv, kv_len, D]: the cache rows the attention reads, copied out when they are not
@@ -25,7 +28,9 @@
 namespace kl::layer_detail {
 
 struct WorkspaceLayout {
-  size_t scratch = 0;  // bytes of the families' region at offset 0
+  size_t gemm = 0;                 // bytes of the GEMMs' region at offset 0
+  size_t att = 0, att_bytes = 0;   // offset and bytes of the attention's region
+  size_t att_flags = 0;            // bytes at the start of `att` zeroed before every launch
   size_t pos = 0, h = 0, qkv = 0, q = 0, k = 0, v = 0, o = 0, o_tok = 0, r = 0, h2 = 0, g = 0, u = 0,
          act = 0, dn = 0;  // byte offsets
   bool copy_kv = false;    // the attention reads copies of the cache rows (k, v)
@@ -33,13 +38,17 @@ struct WorkspaceLayout {
   size_t total = 0;
 };
 
-// The families' scratch for `a`'s shape on device d: the most any of the five GEMMs or the attention
-// wants, never less than either family's flag area (the GEMMs' size needs the device: occupancy).
-size_t family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d);
-// The layout for `a`'s shape around a scratch region of `scratch_bytes` (pointers are not read; no
-// device needed). Sizes of an invalid shape are meaningless but finite: layer_check_args() refuses
-// the shape first.
-WorkspaceLayout workspace_layout(const LayerArgs& a, size_t scratch_bytes);
+// The families' workspaces for `a`'s shape on device d: the most any of the five GEMMs wants, never
+// less than its flag area; the attention's, never less than its flag area (the GEMMs' size needs the
+// device: occupancy).
+struct FamilyScratch {
+  size_t gemm = 0, attention = 0;  // bytes
+};
+FamilyScratch family_scratch_bytes(const LayerArgs& a, const DeviceInfo& d);
+// The layout for `a`'s shape around the families' regions of `s` (pointers are not read; no device
+// needed). Sizes of an invalid shape are meaningless but finite: layer_check_args() refuses the
+// shape first.
+WorkspaceLayout workspace_layout(const LayerArgs& a, const FamilyScratch& s);
 
 // The attention call of `a`'s shape (no pointers, no workspace): B, Hq, Hkv, Sq = S, Skv = kv_len,
 // D, causal.
