@@ -193,7 +193,9 @@ Plan make_plan(const AttentionArgs& a, const DeviceInfo& d, size_t ws_avail) {
   const int nkv = (a.Skv + 63) / 64;
   if (tail > 0 && 2 * tail <= W && (!a.causal || tail == pl.tiles)) {
     const int s = static_cast<int>(std::min<long long>({W / tail, nkv / 2, 64}));
-    const size_t need = static_cast<size_t>(tail) * s * BM * (a.D + 1) * 4;
+    // The partials go after the decode flags' area, which a workspace shared by prefill and decode
+    // calls keeps for the decode pieces' flags (zeroed once, left zero by every launch).
+    const size_t need = dec::kFlagBytes + static_cast<size_t>(tail) * s * BM * (a.D + 1) * 4;
     if (s >= 2 && need <= ws_avail) {
       pl.full_blocks = static_cast<int>(pl.tiles - tail);
       pl.splits = s;
@@ -221,7 +223,7 @@ void run_prefill(const AttentionArgs& a, const Plan& pl, cudaStream_t st) {
   p.splits = pl.splits;
   const long long tail = pl.tiles - pl.full_blocks;
   if (tail > 0) {
-    p.ws_o = static_cast<float*>(a.workspace);
+    p.ws_o = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + dec::kFlagBytes);
     p.ws_lse = p.ws_o + tail * pl.splits * C::BM * D;
   }
   const long long blocks = pl.full_blocks + tail * pl.splits;
