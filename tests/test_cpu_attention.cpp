@@ -11,6 +11,7 @@
 #include "bench/attention_check.h"
 #include "kl/attention.h"
 #include "kernels/attention/reference.h"
+#include "tests/fake_device.h"
 
 namespace {
 
@@ -118,16 +119,7 @@ TEST(AttentionReference, FlopAndByteAccounting) {
   EXPECT_DOUBLE_EQ(bench::attention_pairs(s), 4096.0 * 4097 / 2);
 }
 
-DeviceInfo fake_h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc_major = 9; d.cc_minor = 0;
-  d.sms = 132;
-  d.l2_bytes = 60LL << 20;
-  d.smem_optin = 227 * 1024;
-  d.smem_per_sm = 228 * 1024;
-  return d;
-}
+using kl::test::fake_h200;
 
 TEST(AttentionRefusals, PartOneRungsSayWhy) {
   alignas(16) static uint16_t buf[64];

@@ -8,21 +8,13 @@
 #include <string>
 
 #include "kl/gemm_bf16.h"
+#include "tests/fake_device.h"
 
 namespace {
 
 using namespace kl;
 
-DeviceInfo fake_h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sms = 132;
-  d.smem_optin = 232448;
-  d.smem_per_sm = 233472;
-  return d;
-}
+using kl::test::fake_h200;
 
 GemmBf16Args args(int M, int N, int K, uintptr_t a = 256, uintptr_t w = 512, uintptr_t c = 1024) {
   GemmBf16Args x;

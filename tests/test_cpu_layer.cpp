@@ -13,22 +13,13 @@
 
 #include "kernels/layer/layer_internal.h"
 #include "kl/layer.h"
+#include "tests/fake_device.h"
 
 namespace {
 
 using namespace kl;
 
-DeviceInfo fake_h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sms = 132;
-  d.smem_optin = 232448;
-  d.smem_per_sm = 233472;
-  d.l2_bytes = 60LL << 20;
-  return d;
-}
+using kl::test::fake_h200;
 
 constexpr size_t kBigWorkspace = size_t(1) << 40;  // more than any shape here needs: size never checked
 

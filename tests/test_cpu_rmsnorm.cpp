@@ -9,21 +9,12 @@
 #include "kl/rmsnorm.h"
 #include "kernels/rmsnorm/rmsnorm_internal.h"
 #include "kernels/rmsnorm/rmsnorm_ref.h"
+#include "tests/fake_device.h"
 
 namespace {
 using namespace kl;
 
-DeviceInfo fake_h200() {
-  DeviceInfo d;
-  d.name = "fake H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sms = 132;
-  d.l2_bytes = 60LL << 20;
-  d.smem_optin = 227 * 1024;
-  d.smem_per_sm = 228 * 1024;
-  return d;
-}
+using kl::test::fake_h200;
 // supports() never dereferences: any 16-byte-aligned address will do.
 void* const kP = reinterpret_cast<void*>(0x10000);
 void* const kOdd = reinterpret_cast<void*>(0x10002);

@@ -8,6 +8,7 @@
 
 #include "kl/check.h"
 #include "kl/sgemm.h"
+#include "tests/fake_device.h"
 
 namespace {
 
@@ -70,15 +71,7 @@ SgemmArgs fake(int M, int N, int K, uintptr_t misalign = 0) {
   return a;
 }
 
-kl::DeviceInfo fake_h200() {
-  kl::DeviceInfo d;
-  d.name = "fake H200";
-  d.cc_major = 9;
-  d.sms = 132;
-  d.l2_bytes = 60 << 20;
-  d.smem_optin = 227 * 1024;
-  return d;
-}
+using kl::test::fake_h200;
 
 TEST(SgemmRefusals, SupportsSaysWhy) {
   const auto& t = kl::sgemm_rungs();
