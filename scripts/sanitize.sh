@@ -20,7 +20,7 @@
 # Environment: KL_BUILD_DIR or KL_BUILD (build dir, default build), KL_NO_BUILD=1 (use it as built),
 # KL_ARCH, KL_JOBS, KL_RESULTS_DIR, SANITIZE_OUT (summary path), KL_TOOLS ("memcheck racecheck
 # synccheck initcheck"), KL_SANITIZER (path of compute-sanitizer), KL_SAN_TIMEOUT (seconds per tool
-# and bench; default 600 for racecheck, 240 for the others).
+# and bench; default 600 for racecheck, 240 for the others), KL_SAN_JOBS (processes at once, 4).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +34,7 @@ NAMES=()
 for a in "$@"; do
   case "$a" in
     --dry-run) DRY=1 ;;
-    -h | --help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option '$a' (see --help)" ;;
     *) NAMES+=("$(basename "$a")") ;;
   esac
@@ -190,50 +190,50 @@ COMMIT="$(scripts/commit_id.sh --full)"
   printf '%-10s %-16s %-12s %-30s %-5s %-48s %s\n' tool bench op rung dtype shape errors
 } >"$TMP"
 
-TOTAL=0
-BAD=()
-RUNS=()
 export KL_NO_RAMP=1  # the harness skips its clock ramp: pointless under a sanitizer
-for tool in $TOOLS; do
-  for name in "${BL[@]}"; do
-    b="$BUILD/$name"
-    fam="${name#bench_}"
-    read -r -a args <<<"$(args_for "$fam" "$tool" | tr '\n' ' ')"
-    log="$LOGS/$tool-$name.log"
-    rows="$LOGS/$tool-$name.jsonl"
-    list="$LOGS/$name.rungs"
-    : >"$rows"
-    if ! rungs_of "$b" >"$list"; then
-      BAD+=("$tool $name: '$name --list' failed")
-    elif [ "$fam" != peak ] && [ ! -s "$list" ]; then
-      BAD+=("$tool $name: '$name --list' names no rung")
-    fi
-    to=$(timeout_for "$tool")
-    say "$tool $name (timeout $to s): ${args[*]}"
-    t=$(date +%s)
-    timeout -k 10 "$to" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
-      "$b" "${args[@]}" --out "$rows" >"$log" 2>&1
-    rc=$?
-    secs=$(( $(date +%s) - t ))
-    # "========= ERROR SUMMARY: 3 errors"; racecheck prints "RACECHECK SUMMARY: H hazards displayed
-    # (E errors, W warnings)" instead.
-    errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
-    if [ -z "$errs" ]; then
-      errs=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
-    fi
-    if [ -z "$errs" ]; then errs="?"; fi  # no summary: the process died, or the log is not ours
-    nrows=$(grep -c . "$rows" 2>/dev/null || true)
-    RUNS+=("$(printf '%-10s %-16s errors %-3s exit %-3s %5ss %4s rows  %s' "$tool" "$name" "$errs" "$rc" \
-      "$secs" "$nrows" "${args[*]}")")
-    why=""
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then why="timed out after $to s (a hang counts as a failure)"
-    elif [ $rc -eq 99 ]; then why="sanitizer errors"
-    elif [ $rc -ne 0 ]; then why="exit $rc (a validation failed or the bench stopped)"
-    elif [ "$errs" != 0 ]; then why="errors=$errs"
-    fi
-    # One line per validated row (rung x dtype x shape) with this process's error count; rungs that
-    # --list names but no validated row covers are reported on stderr and fail the sweep.
-    missing=$(python3 - "$list" "$rows" "$tool" "$name" "$errs" 2>&1 >>"$TMP" <<'PY'
+
+# One process: TOOL over bench NAME. Writes, under $LOGS, <tool>-<name>.lines (the summary lines of
+# its validated rows), .run (its line in the process list), .bad (its failures, one a line) and
+# .errs (its error count, "?" when the sanitizer printed none).
+sweep_one() {  # sweep_one TOOL NAME
+  local tool="$1" name="$2"
+  local b="$BUILD/$name" fam="${name#bench_}" stem="$LOGS/$1-$2"
+  local log="$stem.log" rows="$stem.jsonl" list="$LOGS/$tool-$name.rungs"
+  local args to t rc secs errs nrows why missing pyrc
+  read -r -a args <<<"$(args_for "$fam" "$tool" | tr '\n' ' ')"
+  : >"$rows"; : >"$stem.lines"; : >"$stem.bad"
+  if ! rungs_of "$b" >"$list"; then
+    echo "$tool $name: '$name --list' failed" >>"$stem.bad"
+  elif [ "$fam" != peak ] && [ ! -s "$list" ]; then
+    echo "$tool $name: '$name --list' names no rung" >>"$stem.bad"
+  fi
+  to=$(timeout_for "$tool")
+  say "$tool $name (timeout $to s): ${args[*]}"
+  t=$(date +%s)
+  timeout -k 10 "$to" "$SAN" --tool "$tool" --error-exitcode 99 --print-limit 100 \
+    "$b" "${args[@]}" --out "$rows" >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - t ))
+  # "========= ERROR SUMMARY: 3 errors"; racecheck prints "RACECHECK SUMMARY: H hazards displayed
+  # (E errors, W warnings)" instead.
+  errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
+  if [ -z "$errs" ]; then
+    errs=$(sed -n 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -n1)
+  fi
+  if [ -z "$errs" ]; then errs="?"; fi  # no summary: the process died, or the log is not ours
+  echo "$errs" >"$stem.errs"
+  nrows=$(grep -c . "$rows" 2>/dev/null || true)
+  printf '%-10s %-16s errors %-3s exit %-3s %5ss %4s rows  %s\n' "$tool" "$name" "$errs" "$rc" \
+    "$secs" "$nrows" "${args[*]}" >"$stem.run"
+  why=""
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then why="timed out after $to s (a hang counts as a failure)"
+  elif [ $rc -eq 99 ]; then why="sanitizer errors"
+  elif [ $rc -ne 0 ]; then why="exit $rc (a validation failed or the bench stopped)"
+  elif [ "$errs" != 0 ]; then why="errors=$errs"
+  fi
+  # One line per validated row (rung x dtype x shape) with this process's error count; rungs that
+  # --list names but no validated row covers are failures.
+  missing=$(python3 - "$list" "$rows" "$tool" "$name" "$errs" 2>&1 >>"$stem.lines" <<'PY'
 import json, sys
 listing, rows_path, tool, bench, errs = sys.argv[1:6]
 tables = {}  # table -> {number: name}
@@ -272,18 +272,42 @@ for t, rungs in tables.items():
     if (t, "auto") not in seen:
         print("%s auto (the entry point): no validated row" % t, file=sys.stderr)
 PY
-    )
-    pyrc=$?
-    if [ $pyrc -ne 0 ]; then missing="${missing:+$missing; }could not read the rows (python exit $pyrc)"; fi
-    if [ -n "$missing" ]; then
-      while IFS= read -r m; do BAD+=("$tool $name: $m"); done <<<"$missing"
-      say "$tool $name: rungs without a validated row:"
-      printf '  %s\n' "$missing"
-    fi
-    if [ -n "$why" ]; then
-      BAD+=("$tool $name: $why (log $log)")
-      say "$tool $name: $why — see $log"
-    fi
+  )
+  pyrc=$?
+  if [ $pyrc -ne 0 ]; then missing="${missing:+$missing; }could not read the rows (python exit $pyrc)"; fi
+  if [ -n "$missing" ]; then
+    while IFS= read -r m; do echo "$tool $name: $m" >>"$stem.bad"; done <<<"$missing"
+    say "$tool $name: rungs without a validated row:"
+    printf '  %s\n' "$missing"
+  fi
+  if [ -n "$why" ]; then
+    echo "$tool $name: $why (log $log)" >>"$stem.bad"
+    say "$tool $name: $why — see $log"
+  fi
+  say "$tool $name: done in $secs s, errors $errs"
+}
+
+# The processes run KL_SAN_JOBS at a time (default 4: racecheck of the attention bench is most of
+# the sweep's time, and the GPU has room for the others beside it); the summary lists them in order.
+SAN_JOBS="${KL_SAN_JOBS:-4}"
+case "$SAN_JOBS" in '' | *[!0-9]* | 0) die "KL_SAN_JOBS must be a positive number" ;; esac
+for tool in $TOOLS; do
+  for name in "${BL[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
+    sweep_one "$tool" "$name" &
+  done
+done
+wait
+TOTAL=0
+BAD=()
+RUNS=()
+for tool in $TOOLS; do
+  for name in "${BL[@]}"; do
+    stem="$LOGS/$tool-$name"
+    cat "$stem.lines" >>"$TMP"
+    RUNS+=("$(cat "$stem.run" 2>/dev/null || echo "$tool $name: no record (the process did not finish)")")
+    while IFS= read -r m; do [ -n "$m" ] && BAD+=("$m"); done <"$stem.bad"
+    errs="$(cat "$stem.errs" 2>/dev/null || echo "?")"
     if [ "$errs" != "?" ]; then TOTAL=$((TOTAL + errs)); fi
   done
 done
