@@ -74,7 +74,7 @@ __device__ __forceinline__ void tma_mma_sync_tile(const CUtensorMap* tmA, const 
       int s = 0;
       uint32_t phase = 0;
       for (int kt = 0; kt < nk; ++kt) {
-        mbar_wait(&empty[s], phase ^ 1);  // round 0: the slot is free (parity 1 passes at once)
+        mbar_wait(&empty[s], phase ^ 1);  // first pass over the ring: the slot is free (parity 1 passes at once)
         uint8_t* st = smem + s * Cfg::STAGE_BYTES;
         mbar_arrive_expect_tx(&full[s], Cfg::STAGE_BYTES);  // zero-filled bytes count too
         tma_load_2d_cta(st, tmA, &full[s], kt * Cfg::BK, m0);
