@@ -143,16 +143,8 @@ int run(int argc, char** argv) {
     const double tile_work = 4.0 * shape.B * shape.Hq * ((shape.Sq + 63) / 64 * 64.0) * shape.Skv * shape.D;
 
     auto run_one = [&](const Rung<AttentionArgs>* rung, bool is_auto) {
-      Row r;
-      r.family = "attention";
-      r.op = decode ? "decode" : "attention";
-      r.dtype = "bf16";
-      r.shape = sh;
-      r.flops = flops;
-      r.bytes = attention_bytes(shape);
-      r.l2_resident = l2res;
-      r.copies = copies;
-      r.seed = seed;
+      Row r = problem_row("attention", decode ? "decode" : "attention", "bf16", sh, flops, attention_bytes(shape),
+                          l2res, copies, seed);
       if (ws_bytes) r.notes["workspace_bytes"] = std::to_string(ws_bytes);
       const Rung<AttentionArgs>* use =
           label_row(r, rep, rung, is_auto, is_auto ? attention_pick(a0, dev) : nullptr, a0, dev, sh.str());
@@ -211,16 +203,8 @@ int run(int argc, char** argv) {
     // step reads from K and V.
     if (decode) {
       DeviceBuffer dst(2 * nKV);
-      Row r;
-      r.family = "attention";
-      r.op = "decode";
+      Row r = problem_row("attention", "decode", "bf16", sh, 0, 4.0 * nKV, l2res, copies, seed);
       label_copy_row(r, "copy_kv_bytes", "cudaMemcpyAsync device to device of |K| bytes (read + write = |K| + |V|)");
-      r.dtype = "bf16";
-      r.shape = sh;
-      r.bytes = 4.0 * nKV;
-      r.l2_resident = l2res;
-      r.copies = copies;
-      r.seed = seed;
       auto copy = [&](int i) {
         KL_CHECK(cudaMemcpyAsync(dst.ptr, in.dK.as<__nv_bfloat16>() + size_t(i % copies) * nKV, 2 * nKV,
                                  cudaMemcpyDeviceToDevice, stream));

@@ -140,20 +140,7 @@ int run(int argc, char** argv) {
     const Tolerance tol = bf16_out_tolerance(K);
     const double flops = 2.0 * M * N * K;
     const double bytes = 2.0 * (double(nA) + nW + nC);
-    auto base_row = [&]() {
-      Row r;
-      r.family = "gemm_bf16";
-      r.op = "gemm";
-      r.dtype = "bf16";
-      r.shape = sh;
-      r.flops = flops;
-      r.bytes = bytes;
-      r.l2_resident = l2res;
-      r.copies = copies;
-      r.seed = seed;
-      r.tol = tol;
-      return r;
-    };
+    auto base_row = [&]() { return problem_row("gemm_bf16", "gemm", "bf16", sh, flops, bytes, l2res, copies, seed, tol); };
 
     // ---- reference: cuBLAS fp32-out, checked against a CPU double product on 256 samples.
     poison(dRef.ptr, 4 * nC, stream);

@@ -116,17 +116,7 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
     return compare(got.data(), want.data(), n_x, kTol);
   };
   auto run_one = [&](const Rung<LayerArgs>* rung, bool is_auto) {
-    Row r;
-    r.family = "layer";
-    r.op = op;
-    r.dtype = "bf16";
-    r.shape = sh;
-    r.flops = flops;
-    r.bytes = bytes;
-    r.l2_resident = l2res;
-    r.copies = 1;
-    r.seed = seed;
-    r.tol = kTol;
+    Row r = problem_row("layer", op, "bf16", sh, flops, bytes, l2res, 1, seed, kTol);
     r.notes["workspace_bytes"] = std::to_string(ws.bytes);
     const std::string label = op + " " + sh.str();
     const Rung<LayerArgs>* use =

@@ -56,18 +56,7 @@ constexpr float kWLo = 0.25f, kWHi = 2.f;  // w: positive scales like a trained 
 
 Row base_row(const std::string& op, DType t, const Shape& sh, double flops, double bytes,
              bool l2res, int copies, uint64_t seed, const Tolerance& tol) {
-  Row r;
-  r.family = "rmsnorm";
-  r.op = op;
-  r.dtype = dtype_name(t);
-  r.shape = sh;
-  r.flops = flops;
-  r.bytes = bytes;
-  r.l2_resident = l2res;
-  r.copies = copies;
-  r.seed = seed;
-  r.tol = tol;
-  return r;
+  return problem_row("rmsnorm", op, dtype_name(t), sh, flops, bytes, l2res, copies, seed, tol);
 }
 
 // One (shape, dtype) for one op. Fused = add_rmsnorm. Generic over the two Args types through the

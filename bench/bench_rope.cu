@@ -166,17 +166,7 @@ void run_shape(const Shape& sh, bool do_tok, bool do_att, float theta, const Opt
       return compare(got.data(), ref.data(), ref.size(), kTol);
     };
     auto base_row = [&] {
-      Row r;
-      r.family = "rope";
-      r.op = op;
-      r.dtype = "bf16";
-      r.shape = sh;
-      r.flops = flops;
-      r.bytes = bytes;
-      r.l2_resident = l2res;
-      r.copies = copies;
-      r.seed = seed;
-      r.tol = kTol;
+      Row r = problem_row("rope", op, "bf16", sh, flops, bytes, l2res, copies, seed, kTol);
       if (theta != 500000.f) r.notes["theta"] = std::to_string(theta);
       return r;
     };

@@ -120,20 +120,7 @@ int run(int argc, char** argv) {
     const Tolerance tol = gemm_tolerance(K);
     const double flops = 2.0 * M * N * K;
     const double bytes = 4.0 * (double(nA) + nB + nC);
-    auto base_row = [&]() {
-      Row r;
-      r.family = "sgemm";
-      r.op = "sgemm";
-      r.dtype = "f32";
-      r.shape = sh;
-      r.flops = flops;
-      r.bytes = bytes;
-      r.l2_resident = l2res;
-      r.copies = copies;
-      r.seed = seed;
-      r.tol = tol;
-      return r;
-    };
+    auto base_row = [&]() { return problem_row("sgemm", "sgemm", "f32", sh, flops, bytes, l2res, copies, seed, tol); };
 
     // ---- reference: cuBLAS, checked against a CPU double product on 256 sampled entries.
     poison(dRef.ptr, 4 * nC, stream);

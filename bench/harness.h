@@ -309,6 +309,26 @@ class Reporter {
   bool finished_ = false;
 };
 
+// What every row of a family's bench has in common: the problem (family, op, dtype, shape), its
+// counted FLOPs and minimum bytes, the input rotation and the tolerance. The caller labels the
+// implementation (label_row, label_copy_row) and times it.
+inline Row problem_row(const std::string& family, const std::string& op, const std::string& dtype,
+                       const Shape& shape, double flops, double bytes, bool l2_resident, int copies,
+                       uint64_t seed, const Tolerance& tol = Tolerance{}) {
+  Row r;
+  r.family = family;
+  r.op = op;
+  r.dtype = dtype;
+  r.shape = shape;
+  r.flops = flops;
+  r.bytes = bytes;
+  r.l2_resident = l2_resident;
+  r.copies = copies;
+  r.seed = seed;
+  r.tol = tol;
+  return r;
+}
+
 // Labels `r` as the same-run copy reference of a memory-bound op (impl "cudaMemcpy", variant -1, no
 // FLOPs, nothing validated): `name` is its variant name, `change` says what it copies.
 inline void label_copy_row(Row& r, const std::string& name, const std::string& change) {

@@ -178,18 +178,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
         return sp.make(p, out.ptr, rows, cols, t);
       };
       auto base_row = [&]() {
-        Row r;
-        r.family = sp.family;
-        r.op = sp.op;
-        r.dtype = dtype_name(t);
-        r.shape = sh;
-        r.flops = flops;
-        r.bytes = bytes;
-        r.l2_resident = l2res;
-        r.copies = copies;
-        r.seed = seed;
-        r.tol = tol;
-        return r;
+        return problem_row(sp.family, sp.op, dtype_name(t), sh, flops, bytes, l2res, copies, seed, tol);
       };
 
       // ---- reference row: cudaMemcpy D2D moving the same bytes (bytes/2 read, bytes/2 written).
