@@ -959,7 +959,7 @@ class Report:
                 ref, _ = self.reference(best, rs)
                 pts.append((family, label, best["flops"] / best["bytes"], t, on_scale(self.auto_row(rs)),
                             on_scale(ref), on_scale(self.fastest(rs, TORCH_IMPLS))))
-        fig, ax = plt.subplots(figsize=(8.5, 6), dpi=100)
+        fig, ax = plt.subplots(figsize=(11, 6), dpi=100)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ais = [p[2] for p in pts] or [1.0, 100.0]
@@ -972,13 +972,14 @@ class Report:
             ax.plot([xmin, top * 1000.0 / bw], [xmin * bw / 1000.0, top], color="0.3", lw=1.2)
             ax.text(xmin * 1.3, xmin * 1.3 * bw / 1000.0 * 1.6, "copy %.0f GB/s" % bw, fontsize=8,
                     color="0.3", rotation=28)
+        # The ceilings are named in the legend: text on the chart would sit among the point labels.
         styles = {"wgmma_bf16": "-", "mma_sync_bf16": "--", "fp32_fma": ":"}
-        for k, (op, c) in enumerate(sorted(ceilings, key=lambda oc: -oc[1])):
+        roof_handles = []
+        for op, c in sorted(ceilings, key=lambda oc: -oc[1]):
             x0 = c * 1000.0 / bw if bw else xmin
             ax.plot([x0, xmax], [c, c], color="0.3", lw=1.0, ls=styles[op])
-            # The highest ceiling's label above its line, the others below theirs.
-            ax.text(x0 * 1.08, c * (1.06 if k == 0 else 0.94), "%s %.0f TFLOP/s" % (op, c), ha="left",
-                    va="bottom" if k == 0 else "top", fontsize=8, color="0.3")
+            roof_handles.append(Line2D([], [], color="0.3", lw=1.0, ls=styles[op],
+                                       label="%s roof %.0f TFLOP/s" % (op, c)))
         for family, label, ai, t, auto, ref, torch in pts:
             col = fam_color.get(family, "0.4")
             ax.scatter([ai], [t], s=60, color=col, zorder=4)
@@ -993,25 +994,36 @@ class Report:
         clusters = []
         for p in sorted(pts, key=lambda p: p[2]):
             for c in clusters:
-                if any(abs(math.log10(p[2] / q[2])) < 0.35 and abs(math.log10(p[3] / q[3])) < 0.3 for q in c):
+                if any(abs(math.log10(p[2] / q[2])) < 0.6 and abs(math.log10(p[3] / q[3])) < 0.5 for q in c):
                     c.append(p)
                     break
             else:
                 clusters.append([p])
+        # A label needs about a decade and a half of the x axis: points nearer the right edge than that
+        # get theirs on their left.
+        def on_right(ai):
+            return ai * 10 ** 1.6 < xmax
+
         for c in clusters:
             if len(c) == 1:
                 family, label, ai, t = c[0][:4]
-                ax.annotate(label, (ai, t), xytext=(9, -12), textcoords="offset points", fontsize=8,
-                            color=fam_color.get(family, "0.4"))
+                right = on_right(ai)
+                ax.annotate(label, (ai, t), xytext=(9 if right else -9, -12), textcoords="offset points",
+                            fontsize=8, color=fam_color.get(family, "0.4"), ha="left" if right else "right")
                 continue
             c.sort(key=lambda p: -p[3])
-            x = max(p[2] for p in c) * 3.0
-            mid = math.exp(sum(math.log(p[3]) for p in c) / len(c))
-            for k, (family, label, ai, t) in enumerate(p[:4] for p in c):
+            # A column to the right of the cluster, or under it where the right edge is too near.
+            if on_right(max(p[2] for p in c) * 3.0):
+                x = max(p[2] for p in c) * 3.0
+                mid = math.exp(sum(math.log(p[3]) for p in c) / len(c))
+                ys_ = [mid * 1.7 ** ((len(c) - 1) / 2.0 - k) for k in range(len(c))]
+            else:
+                x = min(p[2] for p in c)
+                ys_ = [min(p[3] for p in c) / 2.0 / 1.6 ** k for k in range(len(c))]
+            for (family, label, ai, t), y in zip((p[:4] for p in c), ys_):
                 col = fam_color.get(family, "0.4")
-                ax.annotate(label, (ai, t), xytext=(x, mid * 1.7 ** ((len(c) - 1) / 2.0 - k)),
-                            textcoords="data", fontsize=8, color=col, va="center",
-                            arrowprops=dict(arrowstyle="-", color=col, lw=0.6))
+                ax.annotate(label, (ai, t), xytext=(x, y), textcoords="data", fontsize=8, color=col,
+                            va="center", arrowprops=dict(arrowstyle="-", color=col, lw=0.6, relpos=(0.0, 0.5)))
         handles = [Line2D([], [], ls="", marker="o", color="0.3", label="best rung"),
                    Line2D([], [], ls="", marker="o", markerfacecolor="none", markersize=10, color="0.3",
                           label="entry point"),
@@ -1020,7 +1032,8 @@ class Report:
                           label="fastest PyTorch")]
         handles += [Line2D([], [], ls="", marker="s", color=fam_color[f], label=f)
                     for f in FAMILY_ORDER if any(p[0] == f for p in pts)]
-        ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.9)
+        ax.legend(handles=handles + roof_handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                  framealpha=0.9)
         ax.set_xlim(xmin, xmax)
         ax.set_ylim(min(ys + [xmin * (bw or 1000.0) / 1000.0]) / 2, top * 2.5)
         ax.set_xlabel("arithmetic intensity (counted FLOPs / minimum DRAM bytes)")
