@@ -146,8 +146,8 @@ TEST(GemmBf16, PicksOnSm120TakeTheBestPortableRung) {
       {1, 4096, 4096, 4, "decode, narrow, M <= 8"},   {16, 4096, 4096, 4, "decode, narrow, M <= 16"},
       {32, 4096, 4096, 4, "decode, narrow, M <= 32"}, {64, 4096, 11008, 4, "decode, narrow, M <= 64"},
       {1, 11008, 4096, 3, "decode, wide, M <= 16"},   {32, 11008, 4096, 3, "decode, wide, M <= 32"},
-      {64, 11008, 4096, 4, "decode, wide, M <= 64"},  {1024, 1024, 1024, 4, "one wave"},
-      {4096, 4096, 4096, 3, "prefill"},               {4096, 11008, 4096, 3, "prefill"},
+      {64, 11008, 4096, 4, "decode, wide, M <= 64"},  {1024, 1024, 1024, 17, "one wave"},
+      {4096, 4096, 4096, 17, "prefill"},              {4096, 11008, 4096, 17, "prefill"},
   };
   for (const Case& c : cases) {
     GemmBf16Args a;

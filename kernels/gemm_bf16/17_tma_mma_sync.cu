@@ -11,7 +11,7 @@
 //   128-byte swizzle on 1024-aligned tiles is rung 03's layout (chunk ^ row % 8): same ldmatrix.
 // Limits: mma.sync's ceiling (rung 03); the producer warp holds as many registers as a consumer
 //   (no setmaxnreg off sm_90a). Any M; N, K multiples of 8: TMA zero-fills the M, N, K tails, the
-//   epilogue masks its stores. In no pick list until measured.
+//   epilogue masks its stores. Below the ldmatrix warp tile's ceiling (docs/gemm_bf16.md).
 #include <algorithm>
 #include <cmath>
 #include <string>

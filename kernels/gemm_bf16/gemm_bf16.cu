@@ -134,12 +134,13 @@ const std::vector<int>& preference(ShapeClass c) {
   static const std::vector<int> kDecode64 = {15, 11, 4, 10, 3, 2, 1, 0};
   static const std::vector<int> kDecodeWide = {3, 11, 10, 4, 2, 1, 0};
   static const std::vector<int> kDecodeWide32 = {15, 3, 11, 10, 4, 2, 1, 0};
-  static const std::vector<int> kDecodeWide64 = {15, 11, 4, 3, 10, 2, 1, 0};
-  // Where the sm_90a rungs refuse (sm_120), each list falls to the portable rungs (04, 10, 03, ...)
-  // in their measured order for the class; tests/test_cpu_gemm_bf16.cpp checks it on a faked sm_120.
-  static const std::vector<int> kOneWave = {16, 5, 4, 3, 12, 8, 2, 1, 0};
-  static const std::vector<int> kSmallPrefill = {5, 3, 12, 8, 4, 2, 1, 0};
-  static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 3, 4, 2, 1, 0};
+  static const std::vector<int> kDecodeWide64 = {15, 11, 4, 17, 3, 10, 2, 1, 0};
+  // Where the sm_90a rungs refuse (sm_120), each list falls to the portable rungs (17, 04, 10, 03,
+  // ...) in their measured order for the class; tests/test_gpu_gemm_bf16.cu checks it on a faked
+  // sm_120. Rung 17 (03's tile fed by TMA) leads 03 and 04 on every prefill shape, not at decode.
+  static const std::vector<int> kOneWave = {16, 5, 17, 4, 3, 12, 8, 2, 1, 0};
+  static const std::vector<int> kSmallPrefill = {5, 17, 3, 12, 8, 4, 2, 1, 0};
+  static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 17, 3, 4, 2, 1, 0};
   switch (c) {
     case ShapeClass::DecodeOne: return kDecodeOne;
     case ShapeClass::Decode16: return kDecode16;
