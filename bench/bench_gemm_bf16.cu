@@ -36,6 +36,8 @@ const std::vector<std::string> kDims = {"M", "N", "K"};
 const std::vector<std::string> kDefaultShapes = {
     "1024x1024x1024", "2048x2048x2048", "4096x4096x4096", "8192x8192x8192", "4096x11008x4096",
     "4096x4096x11008",
+    // Llama-3-8B prefill of 4096 tokens: the fused QKV, the fused gate/up and the down projection
+    "4096x6144x4096", "4096x28672x4096", "4096x4096x14336",
     // decode: M tokens against the 7B projections, weights rotated past L2
     "1x4096x4096", "16x4096x4096", "32x4096x4096", "64x4096x4096", "1x11008x4096",
     "16x11008x4096", "32x11008x4096", "64x11008x4096", "1x4096x11008", "16x4096x11008",

@@ -15,7 +15,8 @@ the noise floor. This script does that for the headline comparison shapes:
              "kl" is bench_attention --variant 2,3,6,7,8,auto (the part-1 rungs 02/03 in a column
              of their own, against flash), arm "torch" torch_baseline.py's flash and cuDNN rows
              (--family attention --shape S --no-compile).
-  gemm_bf16  2048^3, 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_gemm_bf16 --variant
+  gemm_bf16  2048^3, 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008 and the Llama-3-8B prefill
+             projections 4096x6144x4096, 4096x28672x4096, 4096x4096x14336: bench_gemm_bf16 --variant
              12,13,14,auto, whose cuBLAS row is timed in the same process; the order of cuBLAS and
              ours alternates with the rounds (--ref-last on odd rounds).
   sgemm      4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_sgemm --variant 15,auto, the
@@ -64,7 +65,9 @@ SETS = {
                   ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
     "attention_d64": ([attn(S, 64, c) for S in (4096, 8192) for c in (1, 0)],
                       ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
-    "gemm_bf16": ([gemm(n, n, n) for n in (2048, 4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
+    "gemm_bf16": ([gemm(n, n, n) for n in (2048, 4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008),
+                                                                   gemm(4096, 6144, 4096), gemm(4096, 28672, 4096),
+                                                                   gemm(4096, 4096, 14336)],
                   ("bench_gemm_bf16", "12,13,14,auto"), ["cublas"], "ref"),
     "sgemm": ([gemm(n, n, n) for n in (4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
               ("bench_sgemm", "15,auto"), ["cublas"], "ref"),
