@@ -30,6 +30,10 @@ Rules:
     with the ceilings measured by bench_peak (wgmma bf16 for gemm_bf16/attention, falling back to
     mma.sync when the card has no wgmma row; fp32 FMA for sgemm; copy bandwidth alone for the row
     ops). The cell names the binding roof ('bw', 'wgmma', 'mma', 'fma').
+  * % of read floor (decode rows): the row's rate over the read floor of its bytes, the fastest
+    bench_peak read row (op read_*) at the nearest measured size at or above the row's bytes (else
+    the largest): the rate a step that only reads those bytes can reach. The × ratio beside it is
+    against the same-run cudaMemcpy, which also writes.
 
 Python 3 standard library + matplotlib only.
 """
@@ -53,6 +57,8 @@ CEILINGS = {
     "layer": [("wgmma_bf16", "wgmma"), ("mma_sync_bf16", "mma")],
 }
 COPY_OPS = ("copy_memcpy", "copy_kernel")
+READ_PREFIX = "read_"  # bench_peak's read rows: read_stream, read_ldg_chunks, read_tma_bulk*, read_floor
+FLOOR_OPS = {"decode"}  # ops also shown as a percentage of the read floor at their bytes
 
 # The headline shapes: (family, op, dtype, dims that must match). The README's headline table shows
 # the best kl rung against the reference and PyTorch on each of these.
@@ -298,6 +304,21 @@ def roofs(rows):
     return out
 
 
+def read_floor(rows, nbytes):
+    """(GB/s, row) of the fastest DRAM-sized bench_peak read row at the smallest measured size at or
+    above `nbytes`, else at the largest size; (None, None) without read rows. A size up to 1% below
+    `nbytes` counts as at or above it: a decode row's bytes add Q and O to the K + V bytes that
+    bench_peak's sizes are."""
+    reads = [r for r in rows if r["family"] == "peak" and r["op"].startswith(READ_PREFIX)
+             and not r.get("l2_resident") and r.get("ok", True) and gbps(r)]
+    if not reads:
+        return None, None
+    sizes = sorted({r["bytes"] for r in reads})
+    size = next((b for b in sizes if b >= 0.99 * nbytes), sizes[-1])
+    best = max((r for r in reads if r["bytes"] == size), key=gbps)
+    return gbps(best), best
+
+
 def ceiling_for(family, rf):
     for op, label in CEILINGS.get(family, []):
         if op in rf:
@@ -344,6 +365,10 @@ def fmt_rate(x, digits):
 
 def fmt_ratio(x, mark=""):
     return "—" if x is None else "%.2f×%s" % (x, mark)
+
+
+def fmt_floor(pct):
+    return "%.0f%% of read floor" % pct
 
 
 def short_shape(shape):
@@ -454,6 +479,14 @@ class Report:
             return same[0], False
         return max(refs, key=lambda x: x["timestamp"]), r["impl"] == "kl"
 
+    def floor_pct(self, r):
+        """(percent of the read floor at r's bytes, floor row) for a decode row that is not a copy
+        reference, else (None, None)."""
+        if r["op"] not in FLOOR_OPS or r["impl"] in REF_IMPLS or not gbps(r) or not r.get("ok", True):
+            return None, None
+        g, f = read_floor(self.rows, r["bytes"])
+        return (100.0 * gbps(r) / g, f) if g else (None, None)
+
     @staticmethod
     def torch_row(impl, rs):
         ts = [x for x in rs if x["impl"] == impl]
@@ -540,8 +573,9 @@ class Report:
 
     def headline(self):
         header = ["op", "shape", "best rung", "rate", "entry point (× ref)", "reference", "best rung × ref",
-                  "fastest PyTorch", "best rung × PyTorch", "SM MHz rung / ref"]
+                  "best rung % of read floor", "fastest PyTorch", "best rung × PyTorch", "SM MHz rung / ref"]
         body = []
+        floors = False
         for family, op, dtype, dims in HEADLINE:
             got = self.headline_pick(family, op, dtype, dims)
             if not got:
@@ -566,15 +600,22 @@ class Report:
             def mhz(r):
                 c = r.get("clock_mhz") if r else None
                 return "%.0f" % c if isinstance(c, (int, float)) and c > 0 else "—"
+            pct, _ = self.floor_pct(best)
+            floors |= pct is not None
             body.append([
                 op, "%s %s" % (dtype, short_shape(best["shape"])),
                 "%02d %s" % (best["variant"], best["variant_name"]), rate(best), auto_cell,
                 "%s %s" % (ref["impl"], rate(ref)) if ref else "—",
                 fmt_ratio(ref["median_ms"] / best["median_ms"], "*" if other else "") if ref else "—",
+                "—" if pct is None else "%.0f%%" % pct,
                 "%s %s" % (tbest["impl"], rate(tbest)) if tbest else "—",
                 fmt_ratio(tbest["median_ms"] / best["median_ms"]) if tbest else "—",
                 "%s / %s" % (mhz(best), mhz(ref)),
             ])
+        if not floors:  # no read floor measured: no column
+            header.pop(7)
+            for row in body:
+                row.pop(7)
         return md_table(header, body) if body else "(no headline rows yet)"
 
     def context_line(self):
@@ -635,8 +676,9 @@ class Report:
         for r in peak:
             if r["op"] in COPY_OPS:
                 val = "%.0f GB/s (read + write)" % (gbps(r) or r.get("gbps") or 0)
-            elif r["op"] == "read_stream":
-                val = "%.0f GB/s (read)" % (gbps(r) or r.get("gbps") or 0)
+            elif r["op"].startswith(READ_PREFIX):
+                best_of = (r.get("notes") or {}).get("best_of")
+                val = "%.0f GB/s (read%s)" % (gbps(r) or r.get("gbps") or 0, "; fastest: " + best_of if best_of else "")
             elif r["op"] == "launch_empty":
                 g = r.get("graph_ms")
                 val = "%.2f us a launch, %s back to back" % (
@@ -698,7 +740,7 @@ class Report:
         """Rungs down, shapes across (in chunks): each cell the rung's rate on that shape and its
         ratio to the same-run reference; the best rung of a shape in bold."""
         keys = self.shapes(family, op)
-        out, marked = [], False
+        out, marked, floors = [], False, False
         for i in range(0, len(keys), per_table):
             chunk = keys[i:i + per_table]
             cols = {k: self.rows_at(family, op, k) for k in chunk}
@@ -735,11 +777,20 @@ class Report:
                     best = self.best_rung(rs)
                     if r is best:
                         cell = "**%s**" % cell
+                    extra = []  # the ratio to the reference, and a decode row's share of the read floor
                     if r["impl"] == "kl":
                         ref, other = self.reference(r, rs)
                         if ref is not None:
                             marked |= other
-                            cell += " (%s)" % fmt_ratio(ref["median_ms"] / r["median_ms"], "*" if other else "")
+                            extra.append(fmt_ratio(ref["median_ms"] / r["median_ms"], "*" if other else ""))
+                    pct, _ = self.floor_pct(r)
+                    if pct is not None:
+                        floors = True
+                        if extra:
+                            extra[0] += " " + ref["impl"]  # two figures: name the ratio's reference
+                        extra.append(fmt_floor(pct))
+                    if extra:
+                        cell += " (%s)" % ", ".join(extra)
                     cells.append(cell)
                 body.append(cells)
             out.append(md_table(header, body))
@@ -748,6 +799,10 @@ class Report:
                 "same-run reference in brackets. Bold: the fastest rung of the shape.")
         if marked:
             note += " `*`: the reference comes from a different run."
+        if floors:
+            note += (" Decode cells also give the rate as a percentage of the read floor: the fastest "
+                     "`bench_peak` read row at the nearest measured size at or above the row's bytes "
+                     "(docs/method.md); the copy reference also writes, the floor only reads.")
         return note + "\n\n" + "\n\n".join(out)
 
     def tables_md(self):
@@ -789,14 +844,16 @@ class Report:
         if not tables:
             return "No rows of this family in `%s`." % results_rel
         use_parent = any(isinstance(r.get("parent"), int) for r in self.rows if r["family"] == family)
+        floor = ("; % of read floor (decode): the rate over that of `bench_peak`'s fastest read of as many bytes"
+                 if any("% of read floor" in t for t in tables) else "")
         return "\n".join([
             "Generated by `scripts/report.py` from `%s/*.jsonl`; do not edit. %s" % (results_rel, self.context_line()),
             "", "\n\n".join(tables), "",
             "Rates are the rung's counted work over its median time. × %s: that rung's time over this "
             "rung's (above 1.00× this rung is faster); × ref: the same-run reference's time over this "
-            "rung's. \"refuses\": the rung's `supports()` rejects the shape. Library rows are on the best "
+            "rung's%s. \"refuses\": the rung's `supports()` rejects the shape. Library rows are on the best "
             "rung's scale. Every shape: [%s/tables.md](%s/tables.md#%s)." % (
-                "parent" if use_parent else "previous", results_rel, results_rel, family)])
+                "parent" if use_parent else "previous", floor, results_rel, results_rel, family)])
 
     def op_ladder_table(self, family, op):
         panels = []
@@ -813,12 +870,18 @@ class Report:
                     variants.setdefault(r["variant"], r)
         use_parent = any(isinstance(r.get("parent"), int) for r in variants.values())
         header = ["rung", "name"] + (["parent"] if use_parent else [])
-        for label, rs in panels:
+        # A decode panel with a read floor gets a column for it.
+        floored = [any(self.floor_pct(r)[0] is not None for r in rs) for _, rs in panels]
+        for (label, rs), fl in zip(panels, floored):
             basis = self.best_rung(rs) or rs[0]
             ref, _ = self.reference(basis, rs)
             header += ["%s (%s)" % (label, rate_of(basis)[1]),
                        "× parent" if use_parent else "× previous",
-                       "× %s" % ref["impl"] if ref else "× ref"]
+                       "× %s" % ref["impl"] if ref else "× ref"] + (["% of read floor"] if fl else [])
+
+        def floor_cell(r, fl):
+            pct = self.floor_pct(r)[0] if r is not None else None
+            return ([] if not fl else ["—" if pct is None else "%.0f%%" % pct])
         body = []
         for v in sorted(variants):
             r0 = variants[v]
@@ -826,14 +889,14 @@ class Report:
             if use_parent:
                 p = r0.get("parent")
                 row.append("%02d" % p if isinstance(p, int) and p >= 0 else "—")
-            for label, rs in panels:
+            for (label, rs), fl in zip(panels, floored):
                 kl = {r["variant"]: r for r in rs if r["impl"] == "kl" and r["variant"] >= 0}
                 r = kl.get(v)
                 if r is None:
-                    row += ["refuses", "", ""]
+                    row += ["refuses", "", ""] + floor_cell(None, fl)
                     continue
                 if not r.get("ok", True):
-                    row += ["FAIL", "", ""]
+                    row += ["FAIL", "", ""] + floor_cell(None, fl)
                     continue
                 val, unit = rate_of(r)
                 if use_parent:
@@ -844,18 +907,19 @@ class Report:
                 row += [fmt_value(val, unit),
                         fmt_ratio(prev["median_ms"] / r["median_ms"]) if prev and prev.get("ok", True) else "—",
                         fmt_ratio(ref["median_ms"] / r["median_ms"], "*" if other else "") if ref else "—"]
+                row += floor_cell(r, fl)
             body.append(row)
         for impl in LIBRARY_IMPLS:
             row = [impl, ""] + ([""] if use_parent else [])
             anyv = False
-            for label, rs in panels:
+            for (label, rs), fl in zip(panels, floored):
                 t = next((r for r in rs if r["impl"] == impl and r.get("ok", True)), None)
                 basis = self.best_rung(rs)
                 if t is None or basis is None:
-                    row += ["", "", ""]
+                    row += ["", "", ""] + ([""] if fl else [])
                     continue
                 bv, unit = rate_of(basis)
-                row += [fmt_value(bv * basis["median_ms"] / t["median_ms"], unit), "", ""]
+                row += [fmt_value(bv * basis["median_ms"] / t["median_ms"], unit), "", ""] + floor_cell(t, fl)
                 anyv = True
             if anyv:
                 body.append(row)
@@ -917,6 +981,11 @@ class Report:
         if tb is not None:
             lines.append((bv * best["median_ms"] / tb["median_ms"], "tab:red", "--",
                           "fastest PyTorch: %s" % tb["impl"]))
+        pct, fl = self.floor_pct(best)
+        if pct is not None:  # the floor's rate, as the rate of a step reading best's bytes at it
+            lines.append((bv * 100.0 / pct, "tab:purple", ":",
+                          "read floor (%s, %.0f MB)" % ((fl.get("notes") or {}).get("best_of", fl["op"]),
+                                                        fl["bytes"] / 1e6)))
         for x, c, ls, lab in lines:
             ax.axvline(x, color=c, ls=ls, lw=1.3, zorder=3,
                        label="%s %s %s" % (lab, fmt_value(x, unit), unit))

@@ -100,7 +100,7 @@ shapes_for() {
            "--shape B=1,Hq=4,Hkv=2,Sq=192,Skv=320,D=64,causal=1" \
            "--shape B=2,Hq=4,Hkv=1,Sq=1,Skv=600,D=128,causal=0" ;;
     *) # bench_peak (no rung table) and anything else; racecheck (about 1000x slower) would take
-       # hours over the peak loops, so it checks the read kernel and the empty launch alone.
+       # hours over the peak loops, so it checks the read kernels and the empty launch alone.
       if [ "${2:-}" = racecheck ]; then echo "--shape bytes=1048576"; else echo "--quick"; fi ;;
   esac
 }

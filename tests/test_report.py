@@ -167,6 +167,93 @@ def main():
     check(rc2 == 0 and open(readme).read() == text and open(os.path.join(docs, "rmsnorm.md")).read() == note,
           "README and note updates are idempotent")
 
+    # ---- the read floor: decode rows against bench_peak's fastest read of as many bytes
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+    import report
+    with open(os.path.join(HERE, "fixtures", "peak.jsonl")) as f:
+        peak_lines = f.readlines()
+    read_tpl = next(json.loads(ln) for ln in peak_lines if json.loads(ln)["op"] == "read_stream")
+
+    def read_row(op, nbytes, rate, l2=False, best_of=None):
+        r = dict(read_tpl, op=op, variant_name=op, shape={"bytes": nbytes}, shape_str="bytes=%d" % nbytes,
+                 bytes=float(nbytes), median_ms=nbytes / rate / 1e6, gbps=float(rate), l2_resident=l2,
+                 notes={"best_of": best_of} if best_of else {})
+        return r
+    copy = dict(read_row("copy_memcpy", 1 << 30, 9000), op="copy_memcpy")
+    reads = [read_row("read_stream", 1 << 24, 2000), read_row("read_floor", 1 << 24, 2500),
+             read_row("read_stream", 1 << 27, 4000), read_row("read_tma_bulk", 1 << 27, 4300),
+             read_row("read_stream", 1 << 26, 9900, l2=True), read_row("read_floor", 1 << 34, 4700), copy]
+
+    def floor_of(nbytes, rows=reads):
+        g, r = report.read_floor(rows, nbytes)
+        return (round(g), int(r["bytes"])) if g else None
+    check(floor_of(int((1 << 27) * 1.02)) == (4700, 1 << 34) and floor_of(1 << 25) == (4300, 1 << 27),
+          "read floor: the nearest measured size at or above the bytes, its fastest read row",
+          str((floor_of(int((1 << 27) * 1.02)), floor_of(1 << 25))))
+    check(floor_of((1 << 24) + 16384) == (2500, 1 << 24) and floor_of(1 << 27) == (4300, 1 << 27),
+          "read floor: a size up to 1% below the bytes counts (a decode row's Q and O bytes)",
+          str(floor_of((1 << 24) + 16384)))
+    check(floor_of(1 << 35) == (4700, 1 << 34), "read floor: above every size, the largest", str(floor_of(1 << 35)))
+    check(floor_of(1 << 26) == (4300, 1 << 27), "read floor: L2-resident read rows and copies never count",
+          str(floor_of(1 << 26)))
+    check(floor_of(1 << 24, [copy]) is None, "read floor: no read rows, no floor")
+
+    dec_shape = {"B": 1, "Hq": 32, "Hkv": 8, "Sq": 1, "Skv": 32768, "D": 128, "causal": 1}
+    dec_bytes = 134234112  # K + V (1 << 27) + Q + O
+    tpl = json.loads(open(os.path.join(HERE, "fixtures", "rmsnorm.jsonl")).readline())
+
+    def dec_row(impl, variant, name, rate, nbytes=dec_bytes, notes=None):
+        return dict(tpl, family="attention", op="decode", impl=impl, variant=variant, variant_name=name,
+                    change="", parent=-1, shape=dec_shape, shape_str=",".join("%s=%d" % kv for kv in dec_shape.items()),
+                    flops=536870912, bytes=nbytes, median_ms=nbytes / rate / 1e6, gbps=rate, notes=notes or {})
+    kl_ms = dec_bytes / 3375 / 1e6
+    dec_rows = [dec_row("kl", 3, "flash_split_kv", 3375), dec_row("kl", -1, "auto", 3375, notes={"picked": "03"}),
+                dict(dec_row("cudaMemcpy", -1, "copy_kv_bytes", 1, nbytes=1 << 27), median_ms=0.9 * kl_ms, flops=0),
+                dec_row("torch_sdpa_cudnn", -1, "torch_sdpa_cudnn", 3600)]
+
+    def floor_folder(name, peak_rows):
+        d = os.path.join(out, name)
+        fresh(d, [f for f in FIXTURES if not f.endswith("peak.jsonl")])
+        with open(os.path.join(d, "peak.jsonl"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in peak_rows))
+        with open(os.path.join(d, "attention.jsonl"), "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in dec_rows))
+        rme, ddocs = os.path.join(d, "README.md"), os.path.join(d, "docs")
+        os.makedirs(ddocs)
+        with open(rme, "w") as f:
+            f.write("<!-- BEGIN HEADLINE -->\n<!-- END HEADLINE -->\n")
+        with open(os.path.join(ddocs, "attention.md"), "w") as f:
+            f.write("<!-- BEGIN LADDER TABLE -->\n<!-- END LADDER TABLE -->\n")
+        rc_, _, se_ = run(d, "--readme", rme, "--docs", ddocs, "--quiet")
+        texts = [open(p_).read() if os.path.exists(p_) else "" for p_ in
+                 (os.path.join(d, "tables.md"), rme, os.path.join(ddocs, "attention.md"))]
+        return rc_, se_, texts
+    no_reads = [json.loads(ln) for ln in peak_lines if not json.loads(ln)["op"].startswith("read_")]
+    rc, se, (fmd, fread, fnote) = floor_folder(
+        "floor", no_reads + [read_row("read_floor", 1 << 27, 4500, best_of="read_tma_bulk"),
+                             read_row("read_floor", 1 << 24, 2500, best_of="read_ldg_chunks")])
+    check(rc == 0, "read floor fixture: report.py exits 0", se)
+    dsec = fmd[fmd.find("### decode"):]
+    c3 = table_row(dsec, "03 flash_split_kv")
+    check(c3 is not None and "**3375** (0.90× cudaMemcpy, 75% of read floor)" in c3,
+          "decode cell: ratio labelled with its reference, then the % of the read floor at the row's size",
+          str(c3))
+    ct = table_row(dsec, "torch_sdpa_cudnn", "3600 (80% of read floor)")
+    check(ct is not None, "decode cell: PyTorch's % of the read floor", str(ct))
+    check("4500 GB/s (read; fastest: read_tma_bulk)" in fmd, "roofs table: read_floor names its fastest kernel",
+          fmd[fmd.find("## Measured roofs"):][:1500])
+    hd = table_row(fread, "decode")
+    check("best rung % of read floor" in fread and hd is not None and "75%" in hd and "cudaMemcpy 3750 GB/s" in hd,
+          "headline: the decode line's % of the read floor beside its cudaMemcpy reference", fread)
+    nr = table_row(fnote, "03", "flash_split_kv")
+    check("% of read floor" in fnote and nr is not None and "75%" in nr and "0.90×" in nr,
+          "design note ladder table: a % of read floor column for the decode panel", fnote)
+    check(os.path.exists(os.path.join(out, "floor", "ladder_attention.png")), "decode ladder chart with the floor")
+    rc, se, (fmd, fread, fnote) = floor_folder("nofloor", no_reads)
+    check(rc == 0 and "of read floor" not in fmd + fread + fnote and table_row(fnote, "03", "flash_split_kv"),
+          "no read rows: no read floor column or cell anywhere", se + fread + fnote)
+
     # ---- refusals
     mixed = os.path.join(out, "mixed")
     fresh(mixed, FIXTURES)
