@@ -11,8 +11,9 @@
 // times. Decode rows also time a CUDA graph of launches, whose y is compared after one more replay.
 // The weights are not rotated (one set, read once per launch; a shape whose bytes fit 3x the L2 is
 // marked l2_resident). FLOPs: layer_flops (the five GEMMs and the attention); bytes: layer_bytes
-// (every weight, the cache rows [0, L), x and y once). A shape whose host or device buffers would
-// not fit is refused before anything is allocated.
+// (every weight, the cache rows [0, L), x and y once). A shape whose host buffers would not fit is
+// refused before anything is allocated; one whose device buffers do not fit in the free memory is
+// skipped with a message (no row) before its buffers are allocated, and the run goes on.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -31,8 +32,11 @@ const std::vector<std::string> kDims = {"B", "S", "L", "hidden", "Hq", "Hkv", "D
 const std::map<std::string, long long> kDefaults = {{"B", 1},   {"L", kLSameAsS}, {"hidden", 4096},
                                                     {"Hq", 32}, {"Hkv", 8},      {"D", 128},
                                                     {"mlp", 14336}};
-// Llama-3-8B: a prefill of 4096 tokens, decode steps of 1 and 16 sequences against 4096-row caches.
-const std::vector<std::string> kDefaultShapes = {"B=1,S=4096", "B=1,S=1,L=4096", "B=16,S=1,L=4096"};
+// Llama-3-8B: prefills of 4096 and 8192 tokens (one sequence, and four of 2048), decode steps of 1,
+// 16 and 64 sequences against caches of 4096 and 32768 rows.
+const std::vector<std::string> kDefaultShapes = {
+    "B=1,S=4096",       "B=1,S=8192",       "B=4,S=2048",        "B=1,S=1,L=4096",    "B=16,S=1,L=4096",
+    "B=64,S=1,L=4096",  "B=1,S=1,L=32768",  "B=16,S=1,L=32768",  "B=64,S=1,L=32768"};
 const std::vector<std::string> kQuickShapes = {"B=1,S=1024", "B=16,S=1,L=4096"};
 
 // The layer tests' tolerance (tests/layer_test_util.h: a rounding moved by one ulp twice on the way
@@ -179,17 +183,24 @@ int run(int argc, char** argv) {
   for (const Shape& sh : parsed)
     require_host_memory("bench_layer shape " + sh.str(), 12.0 * sh["B"] * sh["S"] * sh["hidden"]);
   const DeviceInfo& dev = device_info();
-  for (const Shape& sh : parsed) {
-    const LayerArgs a = shape_args(sh);
-    const double cache = 2.0 * sh["B"] * sh["Hkv"] * sh["L"] * sh["D"];
-    require_device_memory("bench_layer shape " + sh.str(),
-                          2.0 * weight_elems(sh) + 6.0 * sh["B"] * sh["S"] * sh["hidden"] + 4 * cache +
-                              double(layer_workspace_bytes(a, dev)) + double(layer_reference_workspace_bytes(a)));
-  }
   print_banner(dev);
   Reporter rep(o, dev);
   Stream stream;
-  for (const Shape& sh : parsed) run_shape(sh, o, all, rungs, want_auto, rep, dev, stream);
+  for (const Shape& sh : parsed) {
+    // Checked against the free memory just before the shape allocates (the previous shape's
+    // buffers are freed by then): a shape that does not fit is skipped, the others still run.
+    const LayerArgs a = shape_args(sh);
+    const double cache = 2.0 * sh["B"] * sh["Hkv"] * sh["L"] * sh["D"];
+    try {
+      require_device_memory("bench_layer shape " + sh.str(),
+                            2.0 * weight_elems(sh) + 6.0 * sh["B"] * sh["S"] * sh["hidden"] + 4 * cache +
+                                double(layer_workspace_bytes(a, dev)) + double(layer_reference_workspace_bytes(a)));
+    } catch (const BadArgument& e) {
+      rep.skip(std::string(a.mode == LayerMode::decode ? "decode " : "prefill ") + sh.str(), e.what());
+      continue;
+    }
+    run_shape(sh, o, all, rungs, want_auto, rep, dev, stream);
+  }
   return rep.finish();
 }
 

@@ -8,6 +8,7 @@
 
 #include "kl/attention.h"
 #include "kl/gemm_bf16.h"
+#include "kl/layer.h"
 #include "kl/rmsnorm.h"
 #include "kl/softmax.h"
 #include "kl/swiglu.h"
@@ -145,6 +146,42 @@ int kl_attention(const void* Q, const void* K, const void* V, void* O, int64_t B
     a.scale = scale, a.workspace = workspace, a.workspace_bytes = workspace_bytes;
     kl::attention(a, as_stream(stream));
   });
+}
+
+// The layer's C++ arguments from the C struct: sizes checked by name, mode by value.
+static kl::LayerArgs layer_args_of(const kl_layer_args* c) {
+  KL_REQUIRE(c != nullptr, "args is null");
+  KL_REQUIRE(c->mode == KL_LAYER_PREFILL || c->mode == KL_LAYER_DECODE,
+             "mode = " << c->mode << " is neither KL_LAYER_PREFILL (0) nor KL_LAYER_DECODE (1)");
+  kl::LayerArgs a;
+  a.mode = c->mode == KL_LAYER_DECODE ? kl::LayerMode::decode : kl::LayerMode::prefill;
+  a.x = static_cast<const __nv_bfloat16*>(c->x), a.y = static_cast<__nv_bfloat16*>(c->y);
+  a.w.attn_norm = static_cast<const __nv_bfloat16*>(c->attn_norm);
+  a.w.wqkv = static_cast<const __nv_bfloat16*>(c->wqkv);
+  a.w.wo = static_cast<const __nv_bfloat16*>(c->wo);
+  a.w.mlp_norm = static_cast<const __nv_bfloat16*>(c->mlp_norm);
+  a.w.wgate = static_cast<const __nv_bfloat16*>(c->wgate);
+  a.w.wup = static_cast<const __nv_bfloat16*>(c->wup);
+  a.w.wdown = static_cast<const __nv_bfloat16*>(c->wdown);
+  a.k_cache = static_cast<__nv_bfloat16*>(c->k_cache), a.v_cache = static_cast<__nv_bfloat16*>(c->v_cache);
+  a.pos = reinterpret_cast<const int*>(c->pos);
+  a.B = dim(c->B, "B"), a.S = dim(c->S, "S"), a.L = dim(c->L, "L"), a.kv_len = dim(c->kv_len, "kv_len");
+  a.dims.hidden = dim(c->hidden, "hidden"), a.dims.Hq = dim(c->Hq, "Hq"), a.dims.Hkv = dim(c->Hkv, "Hkv");
+  a.dims.D = dim(c->D, "D"), a.dims.mlp = dim(c->mlp, "mlp");
+  a.dims.eps = c->eps, a.dims.theta = c->theta;
+  a.workspace = c->workspace, a.workspace_bytes = c->workspace_bytes;
+  return a;
+}
+
+int kl_layer_workspace_bytes(const kl_layer_args* args, size_t* bytes) {
+  return guarded([&] {
+    KL_REQUIRE(bytes != nullptr, "bytes is null");
+    *bytes = kl::layer_workspace_bytes(layer_args_of(args), kl::device_info());
+  });
+}
+
+int kl_layer(const kl_layer_args* args, void* stream) {
+  return guarded([&] { kl::layer(layer_args_of(args), as_stream(stream)); });
 }
 
 }  // extern "C"

@@ -4,8 +4,13 @@
     python3 scripts/torch_baseline.py --out results/<device>/torch.jsonl [--family F ...] [--quick]
                                       [--shape S ...]
 
-impl values: torch (eager), torch_compile (torch.compile(dynamic=False) of the same eager code),
-torch_sdpa_flash / torch_sdpa_cudnn (scaled_dot_product_attention pinned to one backend).
+impl values: torch (eager), torch_compile (torch.compile(dynamic=False) of the same eager code;
+family layer: mode "max-autotune-no-cudagraphs" for prefill, "reduce-overhead" (CUDA graphs) for
+decode), torch_sdpa_flash / torch_sdpa_cudnn (scaled_dot_product_attention pinned to one backend).
+Family layer is one Llama decoder layer (python/kernel_ladder/reference.py, the same code the tests
+compare kernel_ladder.layer with) on bench_layer's shapes and input scales; its rows are checked
+against kernel_ladder.layer on the same tensors where the package and its C library load
+(KL_C_LIBRARY or an installed package), else against the same PyTorch layer in fp32.
 F.linear and torch.matmul are cuBLAS inside, so their rows are cuBLAS reached through PyTorch.
 
 Method (docs/method.md; the same as bench/harness): fresh random inputs (never zeros) rotated over
@@ -23,6 +28,7 @@ Needs PyTorch with CUDA; exits 1 with a message otherwise.
 import argparse
 import ctypes
 import datetime
+import gc
 import json
 import math
 import os
@@ -30,7 +36,7 @@ import subprocess
 import sys
 import time
 
-FAMILIES = ["rmsnorm", "swiglu", "softmax", "sgemm", "gemm_bf16", "attention"]
+FAMILIES = ["rmsnorm", "swiglu", "softmax", "sgemm", "gemm_bf16", "attention", "layer"]
 EPS = 1e-6
 
 # ----------------------------------------------------------------------------------------- shapes
@@ -63,6 +69,14 @@ ATTN_SHAPES = ([(b, 32, 32, s, s, d, c) for d in (128, 64) for c in (1, 0)
                + [(2, 12, 4, 1000, 1234, 64, 1)])
 DECODE_SHAPES = [(b, 32, hkv, 1, skv, 128, 1) for skv in (4096, 32768, 131072) for b in (1, 8)
                  for hkv in (8, 32)]
+
+# bench_layer's shapes (kDefaultShapes, kQuickShapes): (B, S, L); S = 1 is decode; Llama-3-8B dims
+# (LAYER_DIMS). Every one is a main shape: eager and compiled.
+LAYER_KEYS = ("B", "S", "L", "hidden", "Hq", "Hkv", "D", "mlp")
+LAYER_DIMS = {"hidden": 4096, "Hq": 32, "Hkv": 8, "D": 128, "mlp": 14336}
+LAYER_SHAPES = [(1, 4096, 4096), (1, 8192, 8192), (4, 2048, 2048)] + [
+    (b, 1, L) for L in (4096, 32768) for b in (1, 16, 64)]
+LAYER_QUICK = [(1, 1024, 1024), (16, 1, 4096)]
 
 QUICK = {
     "gemm": [(1024, 1024, 1024), (4096, 4096, 4096), (16, 4096, 4096)],
@@ -408,10 +422,13 @@ def make_compiled(fn, ctx):
         return None
 
 
-def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_, check, seed):
+def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_, check, seed, l2_res=None,
+              notes=None):
     """impls: [(impl name, fn(set) -> output)]. check(fn) runs fn once on set 0 and returns
-    (ok, err, tol) against a float64 reference (see plain_check)."""
-    l2_res = ctx.l2 > 0 and (bytes_per_set_of(sets) * copies <= 3 * ctx.l2)  # as bench/harness
+    (ok, err, tol) against a float64 reference (see plain_check). l2_res: given where the sets are not
+    what the launch reads (else from their bytes); notes: extra row notes."""
+    if l2_res is None:
+        l2_res = ctx.l2 > 0 and (bytes_per_set_of(sets) * copies <= 3 * ctx.l2)  # as bench/harness
     for impl, fn in impls:
         what = "%s %s %s %s" % (impl, op, dtype, ",".join("%s=%d" % kv for kv in shape.items()))
         try:
@@ -430,7 +447,7 @@ def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_,
                 die("CUDA error after %s: %s / %s" % (what, e, e2))
             ctx.skip(what, "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
             continue
-        ctx.emit(family, op, impl, dtype, shape, timing, flops, bytes_, err, tol, l2_res, copies, seed)
+        ctx.emit(family, op, impl, dtype, shape, timing, flops, bytes_, err, tol, l2_res, copies, seed, notes)
 
 
 def plain_check(sets, cmp):
@@ -656,8 +673,171 @@ def bench_attention(ctx, shapes, op):
         torch.cuda.empty_cache()
 
 
+def layer_shape(B, S, L, dims=None):
+    """The row's shape in bench_layer's order (its shape_str: B,S,L,hidden,Hq,Hkv,D,mlp)."""
+    d = dict(LAYER_DIMS, **(dims or {}))
+    return dict([("B", B), ("S", S), ("L", L)] + [(k, d[k]) for k in LAYER_KEYS[3:]])
+
+
+def layer_counts(sh):
+    """include/kl/layer.h layer_flops and layer_bytes, with kv_len = L (as bench_layer runs it)."""
+    B, S, kv, h, D = sh["B"], sh["S"], sh["L"], sh["hidden"], sh["D"]
+    T = float(B * S)
+    width = (sh["Hq"] + 2 * sh["Hkv"]) * D
+    flops = 2.0 * T * h * (width + sh["Hq"] * D + 3.0 * sh["mlp"])
+    flops += 4.0 * B * sh["Hq"] * D * (S * (kv - S + 1) + 0.5 * S * (S - 1))
+    weights = float(h) * (width + sh["Hq"] * D + 3.0 * sh["mlp"] + 2.0)
+    cache = 2.0 * B * sh["Hkv"] * kv * D
+    return flops, 2.0 * (weights + cache + 2.0 * T * h) + 4.0 * T
+
+
+def load_kernel_ladder():
+    """(kernel_ladder, "") when the package and its C library load, else (None, why). The library:
+    $KL_C_LIBRARY, else the package's own, else the build folder's (run_all.sh's: $KL_BUILD_DIR,
+    $KL_BUILD or build/)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    sys.path.insert(0, os.path.join(root, "python"))
+    try:
+        import kernel_ladder
+    except ImportError as e:
+        return None, "kernel_ladder does not import: %s" % e
+    if not os.environ.get("KL_C_LIBRARY") and not os.path.exists(kernel_ladder.library_path()):
+        build = os.environ.get("KL_BUILD_DIR") or os.environ.get("KL_BUILD") or "build"
+        built = os.path.join(build if os.path.isabs(build) else os.path.join(root, build), "libkernel_ladder_c.so")
+        if os.path.exists(built):
+            os.environ["KL_C_LIBRARY"] = os.path.abspath(built)
+    if not os.path.exists(kernel_ladder.library_path()):
+        return None, "%s not found (set KL_C_LIBRARY)" % kernel_ladder.library_path()
+    try:
+        kernel_ladder.version()
+    except Exception as e:  # noqa: BLE001 (a library that does not load)
+        return None, "the C library does not load: %s" % e
+    return kernel_ladder, ""
+
+
+# kernel_ladder.layer against the PyTorch layer. The gate is the relative L2: each side is within
+# bench_layer's 1e-2 of the layer computed exactly (both round a dozen intermediates to bf16, at
+# places, and with fp32 sums in orders, of their own), so the two are within 2e-2 of each other.
+# Elementwise only a coarse check (abs 1/8, rel 1/16: four times bench_layer's), since PyTorch
+# rounds at more places (silu and the product apart, the RoPE terms) and the worst element of a
+# large output sits far out in the tail of those roundings.
+LAYER_TOL = {"abs": 1.0 / 8, "rel": 1.0 / 16, "rel_l2": 2e-2}
+
+
+def bench_layer(ctx, shapes):
+    with torch.no_grad():
+        bench_layer_shapes(ctx, shapes)
+
+
+def bench_layer_shapes(ctx, shapes):
+    kl, why = load_kernel_ladder()  # puts python/ on the path for kernel_ladder.reference too
+    if kl is None:
+        print("torch_baseline.py: layer rows checked against the PyTorch layer in fp32 (%s)" % why,
+              file=sys.stderr, flush=True)
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        counters = None
+    for sh in shapes:
+        layer_rows(ctx, sh, kl, why, counters)
+        # The compiled module (and its CUDA graphs' memory pool) held the buffers: free them before
+        # the next shape's memory check.
+        if not ctx.args.no_compile:
+            import importlib
+            importlib.import_module("torch._dynamo").reset()
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def layer_rows(ctx, sh, kl, why, counters):
+    """The torch and torch_compile rows of one layer shape."""
+    from kernel_ladder.reference import TorchLayer, default_positions, torch_layer
+    seed = ctx.next_seed()
+    B, S, L, h, Hq, Hkv, D, mlp = (sh[k] for k in LAYER_KEYS)
+    decode = S == 1
+    op = "decode" if decode else "prefill"
+    what = "%s %s" % (op, ",".join("%s=%d" % kv for kv in sh.items()))
+    flops, nbytes = layer_counts(sh)
+    weight_bytes = 2.0 * h * ((Hq + 2 * Hkv) * D + Hq * D + 3 * mlp + 2)
+    need = weight_bytes + 2 * 2.0 * B * Hkv * L * D + 2.0 * B * S * (6 * h + 4 * mlp + 2 * (Hq + 2 * Hkv) * D)
+    if need > torch.cuda.mem_get_info()[0]:
+        ctx.skip(what, "needs about %.1f GiB of device memory, %.1f GiB free"
+                 % (need / 2 ** 30, torch.cuda.mem_get_info()[0] / 2 ** 30))
+        return
+    try:  # bench/layer_inputs.h: fan-in K uniform in [-sqrt(3/K), sqrt(3/K)), wo twice that
+        def w(n, k, scale=1.0):
+            a = scale * math.sqrt(3.0 / k)
+            return ctx.uniform((n, k), torch.bfloat16, -a, a)
+        weights = [ctx.uniform((h,), torch.bfloat16, 0.75, 1.25), w((Hq + 2 * Hkv) * D, h), w(h, Hq * D, 2.0),
+                   ctx.uniform((h,), torch.bfloat16, 0.75, 1.25), w(mlp, h), w(mlp, h), w(h, mlp)]
+        k_cache = ctx.uniform((B, Hkv, L, D), torch.bfloat16)
+        v_cache = ctx.uniform((B, Hkv, L, D), torch.bfloat16)
+        x = ctx.uniform((B, S, h), torch.bfloat16)
+        pos = (torch.full((B,), L - 1, dtype=torch.int32, device="cuda") if decode
+               else default_positions(B, S, L, "cuda"))
+    except torch.cuda.OutOfMemoryError as e:
+        ctx.skip(what, "out of memory: %s" % e)
+        return
+    mode = op
+    module = TorchLayer(*weights, k_cache, v_cache, mode=mode, kv_len=L)
+    sets = [(x, pos)]
+
+    def check(fn, notes):
+        skips = counters["inductor"]["cudagraph_skips"] if counters is not None else 0
+        t0 = time.monotonic()
+        y = fn(sets[0])  # a compiled impl compiles here, outside the timing
+        torch.cuda.synchronize()
+        notes["first_call_s"] = "%.1f" % (time.monotonic() - t0)
+        if notes.get("compile_mode") == "reduce-overhead" and counters is not None:
+            n = counters["inductor"]["cudagraph_skips"] - skips
+            notes["cudagraph_skips"] = str(n)
+            if n:
+                print("  note torch_compile %s: torch.compile skipped CUDA graphs; the row times the compiled "
+                      "code without them" % what, file=sys.stderr, flush=True)
+        if kl is not None:  # the same caches: each call writes its rows at pos before reading them
+            ref = kl.layer(x, *weights, k_cache, v_cache, pos, mode=mode, kv_len=L)
+            notes["validated_against"] = "kernel_ladder.layer (y, same tensors)"
+        else:
+            f32 = [t.float() for t in weights]
+            ref = torch_layer(x.float(), *f32, k_cache.float(), v_cache.float(), pos, mode=mode, kv_len=L)
+            notes["validated_against"] = "the PyTorch layer in fp32 (y; %s)" % why
+        torch.cuda.synchronize()
+        ok, err = compare(y, ref.double(), LAYER_TOL)
+        notes["rel_l2_vs_reference"] = "%.3g" % err["rel_l2"]
+        return ok, err, LAYER_TOL
+
+    impls = [("torch", lambda s: module(*s), {})]
+    if not ctx.args.no_compile:
+        cmode = "reduce-overhead" if decode else "max-autotune-no-cudagraphs"
+        try:
+            if decode:  # the caches are updated in place: static addresses, so CUDA graphs may mutate them
+                import importlib
+                dynamo = importlib.import_module("torch._dynamo")
+                for t in (k_cache, v_cache):
+                    dynamo.mark_static_address(t)
+            compiled = torch.compile(module, mode=cmode, dynamic=False)
+            if decode:  # CUDA graphs: each call a new step (no output is kept across calls)
+                def fn(s, c=compiled):
+                    torch.compiler.cudagraph_mark_step_begin()
+                    return c(*s)
+            else:
+                fn = lambda s, c=compiled: c(*s)
+            impls.append(("torch_compile", fn, {"compile_mode": cmode}))
+        except Exception as e:  # noqa: BLE001 (no Triton, unsupported platform ...)
+            print("torch_baseline.py: torch.compile unavailable: %s" % e, file=sys.stderr)
+    l2_res = ctx.l2 > 0 and nbytes <= 3 * ctx.l2
+    for impl, fn, notes in impls:
+        run_impls(ctx, "layer", op, "bf16", sh, [(impl, fn)], sets, 1, flops, nbytes,
+                  lambda f, notes=notes: check(f, notes), seed, l2_res=l2_res, notes=notes)
+
+
 # ----------------------------------------------------------------------------------------- main
 ATTN_KEYS = ("B", "Hq", "Hkv", "Sq", "Skv", "D", "causal")
+
+
+def is_layer_shape(d):
+    """A --shape of family layer: names from bench_layer's (B,S,L,hidden,Hq,Hkv,D,mlp), S among them."""
+    return "S" in d and set(d) <= set(LAYER_KEYS)
 
 
 def parse_shape_arg(text):
@@ -679,8 +859,9 @@ def parse_shape_arg(text):
 def shape_plan(fams, shape_args, quick):
     """[(family, shape lists)] to run: the default (or --quick) lists, or with --shape only those
     shapes: GEMM shapes M,N,K (any), attention B,Hq,Hkv,Sq,Skv,D,causal (any; Sq = 1 -> decode),
-    row-op rows,cols (the default entries of that size, with their dtypes). ValueError if a --shape
-    is malformed or no selected family takes it."""
+    row-op rows,cols (the default entries of that size, with their dtypes), layer B,S,L,hidden,Hq,Hkv,
+    D,mlp (S required; bench_layer's defaults: B = 1, L = S, Llama-3-8B dims). ValueError if a
+    --shape is malformed or no selected family takes it."""
     gemm_default = {"gemm_bf16": QUICK["gemm"] if quick else GEMM_SHAPES,
                     "sgemm": QUICK["sgemm"] if quick else SGEMM_SHAPES}
     if not shape_args:
@@ -690,6 +871,8 @@ def shape_plan(fams, shape_args, quick):
                 plan.append((fam, [ROW_QUICK if quick else ROW_SHAPES[fam]]))
             elif fam in gemm_default:
                 plan.append((fam, [gemm_default[fam]]))
+            elif fam == "layer":
+                plan.append((fam, [[layer_shape(*t) for t in (LAYER_QUICK if quick else LAYER_SHAPES)]]))
             else:
                 plan.append((fam, [QUICK["attn"] if quick else ATTN_SHAPES,
                                    QUICK["decode"] if quick else DECODE_SHAPES]))
@@ -700,6 +883,10 @@ def shape_plan(fams, shape_args, quick):
             raise ValueError("--shape '%s': every size must be >= 1" % t)
         if set(d) == set(ATTN_KEYS) and (d["causal"] not in (0, 1) or d["Hq"] % d["Hkv"] or d["Sq"] > d["Skv"]):
             raise ValueError("--shape '%s': needs causal 0 or 1, Hkv dividing Hq and Sq <= Skv" % t)
+        if is_layer_shape(d):
+            ls = layer_shape(d.get("B", 1), d["S"], d.get("L", d["S"]), d)
+            if ls["Hq"] % ls["Hkv"] or ls["S"] > ls["L"] or ls["D"] not in (64, 128):
+                raise ValueError("--shape '%s': a layer shape needs Hkv dividing Hq, S <= L and D 64 or 128" % t)
     used = [False] * len(wanted)
     plan = []
     for fam in fams:
@@ -715,6 +902,9 @@ def shape_plan(fams, shape_args, quick):
                 used[i] = True
             elif fam == "attention" and keys == set(ATTN_KEYS):
                 lists[1 if d["Sq"] == 1 else 0].append(tuple(d[k] for k in ATTN_KEYS))
+                used[i] = True
+            elif fam == "layer" and is_layer_shape(d):
+                lists[0].append(layer_shape(d.get("B", 1), d["S"], d.get("L", d["S"]), d))
                 used[i] = True
         if lists[0] or lists[1]:
             plan.append((fam, lists))
@@ -739,7 +929,8 @@ def main():
     ap.add_argument("--shape", action="append", default=[],
                     help="only this shape (repeatable), as the rows' shape_str: M=..,N=..,K=.. "
                          "(gemm_bf16, sgemm), B=..,Hq=..,Hkv=..,Sq=..,Skv=..,D=..,causal=.. "
-                         "(attention; Sq=1 is a decode row), rows=..,cols=.. (a default row-op shape)")
+                         "(attention; Sq=1 is a decode row), rows=..,cols=.. (a default row-op shape), "
+                         "B=..,S=..,L=.. [,hidden=..,Hq=..,Hkv=..,D=..,mlp=..] (layer; S=1 is a decode row)")
     a = ap.parse_args()
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters must be >= 1 and --warmup >= 0")
@@ -784,6 +975,8 @@ def main():
         elif fam == "attention":
             bench_attention(ctx, lists[0], "attention")
             bench_attention(ctx, lists[1], "decode")
+        elif fam == "layer":
+            bench_layer(ctx, lists[0])
         print("torch_baseline.py: %s done in %.1f s" % (fam, time.monotonic() - tf), file=sys.stderr,
               flush=True)
     print("torch_baseline.py: %d rows, %d skipped, %d failed validation, %.1f s%s" % (

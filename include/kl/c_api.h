@@ -60,6 +60,46 @@ KL_C_EXPORT int kl_attention(const void* Q, const void* K, const void* V, void* 
                              int causal, float scale, void* workspace, size_t workspace_bytes,
                              void* stream);
 
+/* One Llama decoder layer (include/kl/layer.h): y = r + Wdown swiglu(Wgate h2, Wup h2) with
+ * r = x + Wo attention(rope(Wqkv rmsnorm(x))), h2 = rmsnorm(r); bf16 tensors, fp32 math. Every
+ * pointer is a device pointer to a contiguous bf16 tensor, except pos (int32); T = B * S tokens:
+ *   x, y [T, hidden] (y may be x itself, else must not overlap it); attn_norm, mlp_norm [hidden];
+ *   wqkv [(Hq + 2 Hkv) D, hidden] (q heads, k heads, v heads); wo [hidden, Hq D];
+ *   wgate, wup [mlp, hidden]; wdown [hidden, mlp] (the nn.Linear layout, out x in);
+ *   k_cache, v_cache [B, Hkv, L, D], read and written: each token's rotated k and its v go to row
+ *   pos[t] of its sequence, the attention reads rows [0, kv_len);
+ *   pos [T] the tokens' positions: required for decode; prefill may pass NULL (token s of each
+ *   sequence at kv_len - S + s, the positions the attention's row-order mask assumes).
+ * mode KL_LAYER_PREFILL (B sequences of S tokens, causal) or KL_LAYER_DECODE (S = 1, every cache row
+ * [0, kv_len) visible); kv_len 0 means S for prefill, L for decode. eps (both RMSNorms) and theta
+ * (the RoPE base) are read as given: Llama-3 uses 1e-5 and 500000. The workspace is caller-owned,
+ * sized by kl_layer_workspace_bytes (which reads only mode, B, S, L, kv_len and the dims), zeroed
+ * once before its first use and then reused for any shape; two launches in flight must not share
+ * it. */
+enum { KL_LAYER_PREFILL = 0, KL_LAYER_DECODE = 1 };
+typedef struct kl_layer_args {
+  int mode;                                           /* KL_LAYER_PREFILL or KL_LAYER_DECODE */
+  const void* x;                                      /* [T, hidden] */
+  void* y;                                            /* [T, hidden] */
+  const void* attn_norm;                              /* [hidden] */
+  const void* wqkv;                                   /* [(Hq + 2 Hkv) D, hidden] */
+  const void* wo;                                     /* [hidden, Hq D] */
+  const void* mlp_norm;                               /* [hidden] */
+  const void* wgate;                                  /* [mlp, hidden] */
+  const void* wup;                                    /* [mlp, hidden] */
+  const void* wdown;                                  /* [hidden, mlp] */
+  void* k_cache;                                      /* [B, Hkv, L, D] */
+  void* v_cache;                                      /* [B, Hkv, L, D] */
+  const int32_t* pos;                                 /* [T], or NULL (prefill only) */
+  int64_t B, S, L, kv_len;                            /* sequences, tokens each, cache rows, rows read */
+  int64_t hidden, Hq, Hkv, D, mlp;                    /* Llama-3-8B: 4096, 32, 8, 128, 14336 */
+  float eps, theta;
+  void* workspace;
+  size_t workspace_bytes;
+} kl_layer_args;
+KL_C_EXPORT int kl_layer_workspace_bytes(const kl_layer_args* args, size_t* bytes);
+KL_C_EXPORT int kl_layer(const kl_layer_args* args, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

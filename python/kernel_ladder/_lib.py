@@ -28,6 +28,17 @@ def library_path():
 
 
 _P, _I64, _I, _F, _SZ = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_float, ctypes.c_size_t
+KL_LAYER_PREFILL, KL_LAYER_DECODE = 0, 1
+
+
+class LayerArgs(ctypes.Structure):
+    """struct kl_layer_args of c_api.h, field for field."""
+    _fields_ = ([("mode", _I)] + [(n, _P) for n in ("x", "y", "attn_norm", "wqkv", "wo", "mlp_norm", "wgate", "wup",
+                                                   "wdown", "k_cache", "v_cache", "pos")]
+                + [(n, _I64) for n in ("B", "S", "L", "kv_len", "hidden", "Hq", "Hkv", "D", "mlp")]
+                + [("eps", _F), ("theta", _F), ("workspace", _P), ("workspace_bytes", _SZ)])
+
+
 _SIGNATURES = {
     "kl_last_error": (ctypes.c_char_p, []),
     "kl_version": (ctypes.c_char_p, []),
@@ -39,6 +50,8 @@ _SIGNATURES = {
     "kl_linear_bf16": (_I, [_P, _P, _P, _I64, _I64, _I64, _P, _SZ, _P]),
     "kl_attention_workspace_bytes": (_I, [_I64] * 6 + [_I, ctypes.POINTER(_SZ)]),
     "kl_attention": (_I, [_P] * 4 + [_I64] * 6 + [_I, _F, _P, _SZ, _P]),
+    "kl_layer_workspace_bytes": (_I, [ctypes.POINTER(LayerArgs), ctypes.POINTER(_SZ)]),
+    "kl_layer": (_I, [ctypes.POINTER(LayerArgs), _P]),
 }
 
 _lib = None

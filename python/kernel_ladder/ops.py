@@ -7,9 +7,11 @@ KernelLadderError. Every op is a custom op with a fake (meta) implementation, so
 torch.compile; none synchronizes or allocates outside PyTorch's caching allocator, so it can be
 captured in a CUDA graph. Called eagerly on plain tensors that need no gradient, a public function
 calls the implementation directly: the custom-op dispatch is for tracing, and costs more than the
-kernel launch itself on small shapes.
+kernel launch itself on small shapes. The decoder layer (layer) is a plain eager function over the
+same library, not a custom op.
 """
 import contextlib
+import ctypes
 
 import torch
 
@@ -325,3 +327,92 @@ def attention(q, k, v, causal=False, scale=None):
     if _direct(q, k, v):
         return _attention(q, k, v, bool(causal), scale)
     return torch.ops.kernel_ladder.attention(q, k, v, bool(causal), scale)
+
+
+# ---- layer: one Llama decoder layer (include/kl/layer.h), eager
+
+_MODES = {"prefill": _lib.KL_LAYER_PREFILL, "decode": _lib.KL_LAYER_DECODE}
+_LAYER_WEIGHTS = ("attn_norm", "wqkv", "wo", "mlp_norm", "wgate", "wup", "wdown")
+
+
+def _check_layer(x, weights, k_cache, v_cache, pos, mode, kv_len):
+    """The layer's dimensions (B, S, L, hidden, Hq, Hkv, D, mlp) from the tensors' shapes, after
+    checking each tensor; KernelLadderError naming the first that does not fit."""
+    _require(mode in _MODES, "mode is %r; it must be 'prefill' or 'decode'" % (mode,))
+    _check_tensor("x", x, _BF16)
+    _require(x.dim() == 3, "x has shape %s; the layer takes [batch, seq, hidden]" % (tuple(x.shape),))
+    for name, t in zip(_LAYER_WEIGHTS, weights):
+        _check_tensor(name, t, _BF16)
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        _check_tensor(name, t, _BF16)
+        _require(t.dim() == 4, "%s has shape %s; caches are [batch, kv_heads, rows, head_dim]" % (name, tuple(t.shape)))
+    _same("x, the weights and the caches", x, *weights, k_cache, v_cache)
+    B, S, hidden = x.shape
+    attn_norm, wqkv, wo, mlp_norm, wgate, wup, wdown = weights
+    _require(k_cache.shape == v_cache.shape, "k_cache has shape %s and v_cache %s; they must match" % (
+        tuple(k_cache.shape), tuple(v_cache.shape)))
+    _require(k_cache.shape[0] == B, "k_cache has shape %s; its batch must be x's (%d)" % (tuple(k_cache.shape), B))
+    Hkv, L, D = k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]
+    for name, t in (("attn_norm", attn_norm), ("mlp_norm", mlp_norm)):
+        _require(t.dim() == 1 and t.shape[0] == hidden, "%s has shape %s; it must be [%d] (hidden)" % (
+            name, tuple(t.shape), hidden))
+    _require(wqkv.dim() == 2 and wqkv.shape[1] == hidden and D > 0 and wqkv.shape[0] % D == 0
+             and wqkv.shape[0] // D > 2 * Hkv,
+             "wqkv has shape %s; it must be [(Hq + 2 Hkv) * %d, %d] with Hkv = %d (from the caches)" % (
+                 tuple(wqkv.shape), D, hidden, Hkv))
+    Hq = wqkv.shape[0] // D - 2 * Hkv
+    _require(tuple(wo.shape) == (hidden, Hq * D), "wo has shape %s; it must be [%d, %d] (hidden, Hq * head_dim, "
+             "with Hq = %d from wqkv's rows)" % (tuple(wo.shape), hidden, Hq * D, Hq))
+    _require(wgate.dim() == 2 and wgate.shape[1] == hidden, "wgate has shape %s; it must be [mlp, %d]" % (
+        tuple(wgate.shape), hidden))
+    mlp = wgate.shape[0]
+    _require(tuple(wup.shape) == (mlp, hidden), "wup has shape %s; it must be [%d, %d] (as wgate)" % (
+        tuple(wup.shape), mlp, hidden))
+    _require(tuple(wdown.shape) == (hidden, mlp), "wdown has shape %s; it must be [%d, %d] (hidden, mlp)" % (
+        tuple(wdown.shape), hidden, mlp))
+    if mode == "decode":
+        _require(S == 1, "x has shape %s; decode takes one token per sequence ([batch, 1, hidden])" % (tuple(x.shape),))
+        _require(pos is not None, "decode needs pos (each sequence's position, int32 [batch])")
+    if pos is not None:
+        _check_tensor("pos", pos, {torch.int32: 0})
+        _require(pos.device == x.device, "pos is on %s and x on %s" % (pos.device, x.device))
+        _require(pos.numel() == B * S, "pos has %d elements; it must have batch * seq = %d" % (pos.numel(), B * S))
+    _require(isinstance(kv_len, int) and kv_len >= 0, "kv_len must be an int >= 0 (0: prefill S, decode L)")
+    return B, S, L, hidden, Hq, Hkv, D, mlp
+
+
+def layer(x, attn_norm, wqkv, wo, mlp_norm, wgate, wup, wdown, k_cache, v_cache, pos=None, *, mode,
+          kv_len=0, eps=1e-5, theta=500000.0):
+    """One Llama decoder layer: r = x + attn(rope(rmsnorm(x) wqkv^T)) wo^T; returns
+    y = r + (silu(h2 wgate^T) * (h2 wup^T)) wdown^T with h2 = rmsnorm(r) (kl::layer, include/kl/layer.h).
+
+    bf16 CUDA tensors, contiguous: x [B, S, hidden]; attn_norm, mlp_norm [hidden]; wqkv
+    [(Hq + 2 Hkv) D, hidden] (q heads, then k heads, then v heads); wo [hidden, Hq D]; wgate, wup
+    [mlp, hidden]; wdown [hidden, mlp]; k_cache, v_cache [B, Hkv, L, D], updated in place: row pos[t]
+    of each sequence gets the token's rotated k and its v, and the attention reads rows [0, kv_len).
+    pos: int32 [B, S] (or [B * S]) positions; required for decode, optional for prefill (default
+    kv_len - S + s). mode "prefill" (causal, the diagonal aligned to kv_len) or "decode" (S = 1,
+    every row [0, kv_len) visible); kv_len 0 means S for prefill, L for decode. The dimensions come
+    from the shapes (Hkv, L, D from the caches, Hq from wqkv). Eager only (not a custom op), on the
+    current stream of x's device; the workspace is the package's per-(op, device, stream) buffer.
+    """
+    weights = (attn_norm, wqkv, wo, mlp_norm, wgate, wup, wdown)
+    B, S, L, hidden, Hq, Hkv, D, mlp = _check_layer(x, weights, k_cache, v_cache, pos, mode, kv_len)
+    y = torch.empty_like(x)
+    a = _lib.LayerArgs()
+    a.mode = _MODES[mode]
+    a.x, a.y = _ptr(x), _ptr(y)
+    for name, t in zip(_LAYER_WEIGHTS, weights):
+        setattr(a, name, _ptr(t))
+    a.k_cache, a.v_cache = _ptr(k_cache), _ptr(v_cache)
+    a.pos = _ptr(pos) if pos is not None else None
+    a.B, a.S, a.L, a.kv_len = B, S, L, kv_len
+    a.hidden, a.Hq, a.Hkv, a.D, a.mlp = hidden, Hq, Hkv, D, mlp
+    a.eps, a.theta = float(eps), float(theta)
+    with _on(x.device):
+        lib = _lib.lib()
+        nbytes = _lib.workspace_bytes(lib.kl_layer_workspace_bytes, ctypes.byref(a))
+        ws = _workspace("layer", x.device, nbytes)
+        a.workspace, a.workspace_bytes = (ws.data_ptr() if ws is not None else None), nbytes
+        _lib.check(lib.kl_layer(ctypes.byref(a), _stream(x)))
+    return y

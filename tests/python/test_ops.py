@@ -1,5 +1,5 @@
 """The PyTorch ops of python/kernel_ladder against PyTorch references, under torch.compile, inside a
-captured CUDA graph, and every refusal.
+captured CUDA graph, and every refusal; the decoder layer against kernel_ladder.reference.
 
 Run by ctest (test python_ops; KL_C_LIBRARY points at the build's libkernel_ladder_c.so) with pytest
 where it is installed, else with the small runner at the bottom. Without PyTorch, a GPU or the
@@ -39,18 +39,19 @@ import torch.nn.functional as F  # noqa: E402
 
 import kernel_ladder as kl  # noqa: E402
 from kernel_ladder import KernelLadderError  # noqa: E402
+from kernel_ladder.reference import torch_layer  # noqa: E402
 
 DEV = "cuda"
 torch.manual_seed(0)
 
 
-def close(out, ref, atol, rtol, what):
+def close(out, ref, atol, rtol, what, max_rel_l2=1e-2):
     out, ref = out.float(), ref.float()
     err = (out - ref).abs()
     tol = atol + rtol * ref.abs()
     bad = (err > tol).sum().item()
     rel_l2 = ((out - ref).norm() / ref.norm().clamp_min(1e-30)).item()
-    assert bad == 0 and rel_l2 < 1e-2, "%s: %d elements outside tolerance, max error %.3g, relative L2 %.3g" % (
+    assert bad == 0 and rel_l2 < max_rel_l2, "%s: %d elements outside tolerance, max error %.3g, relative L2 %.3g" % (
         what, bad, err.max().item(), rel_l2)
 
 
@@ -147,6 +148,61 @@ def test_attention():
     k = torch.randn_like(q)
     v = torch.randn_like(q)
     close(kl.attention(q, k, v, scale=0.05), ref_attention(q, k, v, False, 0.05), 2e-2, 2e-2, "attention scale")
+
+
+# ---- the decoder layer against the same layer in PyTorch (kernel_ladder.reference)
+
+def layer_inputs(B, S, L, hidden=256, Hq=4, Hkv=2, D=64, mlp=512):
+    """Weights scaled as bench/layer_inputs.h (fan-in K: uniform in +-sqrt(3/K), wo twice that),
+    x and the caches uniform in [-1, 1)."""
+    def u(shape, a, lo=None):
+        lo = -a if lo is None else lo
+        return (torch.rand(shape, device=DEV) * (a - lo) + lo).to(torch.bfloat16)
+    weights = [u(hidden, 1.25, 0.75), u(((Hq + 2 * Hkv) * D, hidden), math.sqrt(3 / hidden)),
+               u((hidden, Hq * D), 2 * math.sqrt(3 / (Hq * D))), u(hidden, 1.25, 0.75),
+               u((mlp, hidden), math.sqrt(3 / hidden)), u((mlp, hidden), math.sqrt(3 / hidden)),
+               u((hidden, mlp), math.sqrt(3 / mlp))]
+    return u((B, S, hidden), 1.0), weights, u((B, Hkv, L, D), 1.0), u((B, Hkv, L, D), 1.0)
+
+
+def check_layer(mode, B, S, L, pos):
+    x, w, kc, vc = layer_inputs(B, S, L)
+    kc_ref, vc_ref = kc.clone(), vc.clone()
+    y = kl.layer(x, *w, kc, vc, pos, mode=mode)
+    ref = torch_layer(x, *w, kc_ref, vc_ref, pos, mode=mode)
+    what = "layer %s B=%d S=%d L=%d" % (mode, B, S, L)
+    # Both round every intermediate to bf16, at places of their own: scripts/torch_baseline.py's
+    # LAYER_TOL (rel-L2 2e-2, elements abs 1/8, rel 1/16) says why.
+    close(y, ref, 1 / 8, 1 / 16, what, max_rel_l2=2e-2)
+    rows = pos.reshape(B, S).long() if pos is not None else (torch.arange(S, device=DEV) + L - S).repeat(B, 1)
+    for b in range(B):  # the rows written: the same K and V up to a bf16 rounding; the others untouched
+        close(kc[b][:, rows[b]], kc_ref[b][:, rows[b]], 1 / 64, 1 / 64, what + " k_cache rows")
+        close(vc[b][:, rows[b]], vc_ref[b][:, rows[b]], 1 / 64, 1 / 64, what + " v_cache rows")
+    written = torch.zeros(B, L, dtype=torch.bool, device=DEV)
+    written[torch.arange(B, device=DEV)[:, None], rows] = True
+    for c, c_ref in ((kc, kc_ref), (vc, vc_ref)):
+        assert torch.equal(c.transpose(1, 2)[~written], c_ref.transpose(1, 2)[~written]), what + ": other rows changed"
+
+
+def test_layer():
+    torch.manual_seed(1)
+    check_layer("prefill", 2, 64, 64, None)
+    check_layer("prefill", 2, 64, 64, torch.arange(64, device=DEV, dtype=torch.int32).repeat(2))
+    check_layer("decode", 2, 1, 96, torch.tensor([95, 95], device=DEV, dtype=torch.int32))
+
+
+def test_layer_refusals():
+    x, w, kc, vc = layer_inputs(2, 1, 96)
+    pos = torch.tensor([95, 95], device=DEV, dtype=torch.int32)
+    raises(lambda: kl.layer(x.float(), *w, kc, vc, pos, mode="decode"), "x has dtype torch.float32")
+    raises(lambda: kl.layer(x.cpu(), *w, kc, vc, pos, mode="decode"), "is on cpu")
+    raises(lambda: kl.layer(x, *w, kc, vc, pos.long(), mode="decode"), "pos has dtype torch.int64")
+    raises(lambda: kl.layer(x, *w, kc, vc, None, mode="decode"), "decode needs pos")
+    raises(lambda: kl.layer(x, *w, kc, vc, pos, mode="generate"), "'prefill' or 'decode'")
+    raises(lambda: kl.layer(x, *w, kc[:1], vc[:1], pos, mode="decode"), "batch")
+    raises(lambda: kl.layer(x, *w[:6], w[6][:, :256].contiguous(), kc, vc, pos, mode="decode"), "wdown has shape")
+    # Refused by the library itself (kv_len beyond the cache's rows), with its own message.
+    raises(lambda: kl.layer(x, *w, kc, vc, pos, mode="decode", kv_len=97), "kv_len")
 
 
 # ---- the custom-op path: eager calls skip the dispatch; torch.ops.kernel_ladder.* must agree
