@@ -163,6 +163,82 @@ TEST(AttentionGpu, TailSplitNonCausalMatchesRung02) {
                      << first << " (head " << first / (256 * 64) << ", row " << first / 64 % 256 << ")";
 }
 
+// Rung 11 (rung 03's tile fed by TMA) runs rung 03's math in rung 03's order, so with no workspace
+// (every tile whole in both) its output is rung 03's, bit for bit: a wrong swizzle, panel offset,
+// zero-fill or barrier phase shows up as a difference. Shapes: B > 1, GQA, D = 64 and 128, causal
+// and not, Sq over one 128-row tile and ragged, Skv not a multiple of the 64-key tile, the 64-row
+// tile (Sq <= 64). With a workspace (rung 11's own tail split where its plan splits) against the
+// CPU reference, and a tail-split shape (tiles = SMs + a few) against rung 03 unsplit.
+TEST(AttentionGpu, TmaMmaSyncMatchesRung03) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  const auto& rs = attention_rungs();
+  const auto it11 = std::find_if(rs.begin(), rs.end(), [](const auto& r) { return r.number == 11; });
+  const auto it03 = std::find_if(rs.begin(), rs.end(), [](const auto& r) { return r.number == 3; });
+  ASSERT_TRUE(it11 != rs.end() && it03 != rs.end());
+  const std::vector<Case> cases = {
+      {2, 4, 2, 200, 333, 128, false},  // B = 2, GQA, 2 ragged query tiles, ragged key tile
+      {2, 4, 2, 200, 333, 128, true},
+      {1, 6, 2, 300, 300, 64, true},    // D = 64, 3 query tiles, causal diagonal in each
+      {1, 3, 1, 257, 1000, 64, false},  // one row past 2 tiles
+      {1, 4, 4, 64, 130, 128, true},    // 64-row tile, Skv = 2 tiles + 2 keys
+      {3, 2, 2, 40, 100, 64, false},    // 64-row tile, D = 64, B = 3
+      {1, 2, 1, 129, 129, 128, true},   // Sq = one tile + 1
+      {1, 4, 4, 256, 1024, 128, false}, // few tiles: split when a workspace is given
+  };
+  uint64_t seed = 5150;
+  for (const Case& c : cases) {
+    Problem p = make_problem(c, seed++);
+    const AttentionArgs a = p.args(false);
+    const std::string why = it11->supports(a, d);
+    if (!why.empty()) {
+      ASSERT_LT(d.cc(), 90) << "rung 11 refuses " << c.str() << " on sm_" << d.cc() << ": " << why;
+      GTEST_SKIP() << "rung 11: " << why;
+    }
+    std::vector<uint16_t> o3(p.nQ), o11(p.nQ);
+    for (const auto* r : {&*it03, &*it11}) {
+      poison(p.o.ptr, 2 * p.nQ);
+      launch_checked(*r, a, 0);
+      KL_CHECK(cudaDeviceSynchronize());
+      KL_CHECK(cudaMemcpy(r == &*it03 ? o3.data() : o11.data(), p.o.ptr, 2 * p.nQ, cudaMemcpyDeviceToHost));
+    }
+    size_t diff = 0, first = 0;
+    for (size_t i = 0; i < p.nQ; ++i)
+      if (o3[i] != o11[i] && diff++ == 0) first = i;
+    EXPECT_EQ(diff, 0u) << "rung 11 vs rung 03 (no workspace) on " << c.str() << ": " << diff
+                        << " elements differ, first at " << first << " (row " << first / c.D << ")";
+    const AttentionArgs aw = p.args(true);
+    const AttentionCheck chk = attention_reference_sampled(aw, 0, 1, 1LL << 40);
+    poison(p.o.ptr, 2 * p.nQ);
+    launch_checked(*it11, aw, 0);
+    KL_CHECK(cudaDeviceSynchronize());
+    EXPECT_TRUE(kl::test::attention_verdict(attention_check_output(aw, chk), aw, chk,
+                                            "rung 11 with workspace on " + c.str()));
+  }
+  // Tail split: 2 query tiles per head, SMs + 3 heads (the 128-row tiles run one block per SM).
+  const int H = d.sms + 3;
+  Problem p = make_problem({1, H, H, 256, 256, 64, false}, 778);
+  const AttentionArgs aw = p.args(true), a0 = p.args(false);
+  if (attention_tma_mma_sync_workspace_bytes(aw, d) == 0)
+    GTEST_SKIP() << "rung 11's plan on this device splits no tail at " << H * 2 << " tiles";
+  std::vector<uint16_t> o3(p.nQ), o11(p.nQ);
+  poison(p.o.ptr, 2 * p.nQ);
+  launch_checked(*it03, a0, 0);
+  KL_CHECK(cudaDeviceSynchronize());
+  KL_CHECK(cudaMemcpy(o3.data(), p.o.ptr, 2 * p.nQ, cudaMemcpyDeviceToHost));
+  poison(p.o.ptr, 2 * p.nQ);
+  launch_checked(*it11, aw, 0);
+  KL_CHECK(cudaDeviceSynchronize());
+  KL_CHECK(cudaMemcpy(o11.data(), p.o.ptr, 2 * p.nQ, cudaMemcpyDeviceToHost));
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < p.nQ; ++i) {
+    const double x = bf16_bits_to_float(o11[i]), y = bf16_bits_to_float(o3[i]);
+    if (!(std::fabs(x - y) <= 1e-2 + 1e-2 * std::fabs(y)) && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << "rung 11 (tail split) vs rung 03 on " << H << " heads: " << bad
+                     << " elements differ, first at " << first;
+}
+
 TEST(AttentionGpu, RefusesBadInput) {
   KL_REQUIRE_GPU();
   Problem p = make_problem({1, 4, 2, 64, 64, 128, true}, 7);

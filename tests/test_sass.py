@@ -14,6 +14,8 @@ instructions per kernel (names demangled with c++filt) and checks:
     gemm_bf16 rungs 03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
   - gemm_bf16 rung 17's six tiles issue TMA loads (UTMALDG) and HMMA, touch no local memory, and
     have one block barrier (BAR) at most: the ring's init, none in the k-loop;
+  - attention rung 11's eight kernels (rung 03's tiles fed by TMA) likewise: UTMALDG and HMMA, no
+    local memory, at most one BAR;
   - each rule matched at least as many kernels as the rungs instantiate (a renamed kernel fails
     instead of passing by matching nothing).
 Exits 77 (ctest: skipped) when cuobjdump, nvdisasm or c++filt is missing or a binary has no sm_90a code (for
@@ -128,6 +130,12 @@ def main(build):
     rule(a, r"kl::hattn::flash_attention_kernel<", 12, "attention wgmma rungs 04-08, 10", need=("HGMMA",), forbid=("STL",))
     rule(a, r"kl::flash::flash_mma_kernel<", 4, "attention mma.sync rungs 02/03", need=("HMMA",))
     rule(a, r"kl::\(anonymous namespace\)::attention_(flash_split_kv_decode|decode_split_kv)_kernel<", 4, "attention decode kernels", need=("HMMA",))
+    # Rung 11 (rung 03's tiles fed by TMA): as rung 17, the barriers' init is the only BAR.
+    r11 = r"kl::flash::attention_tma_mma_sync_kernel<"
+    rule(a, r11, 8, "attention rung 11", need=("HMMA", "UTMALDG"), forbid=("STL", "LDL"))
+    for k, c in a.items():
+        if re.search(r11, k):
+            check(c["BAR"] <= 1, f"attention rung 11: {k[:100]}... has at most one BAR ({c['BAR']})")
 
     s = found["bench_sgemm"]
     rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<kl::sgemm_detail::ak::Bk64TwoStage, false>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))

@@ -76,17 +76,22 @@ const std::vector<Rung<AttentionArgs>>& attention_rungs() {
          attention_flash_split_kv_supports, attention_flash_split_kv_launch, /*parent=*/2},
     };
     attention_append_hopper_rungs(t);
+    t.push_back({11, "tma_mma_sync",
+                 "rung 03's mma.sync tile fed by TMA boxes (producer warp) through full/empty "
+                 "mbarriers, no block barrier in the KV loop; sm_90 and sm_120",
+                 attention_tma_mma_sync_supports, attention_tma_mma_sync_launch, /*parent=*/3});
     return t;
   }();
   return table;
 }
 
 size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceInfo& d) {
-  // The most any rung wants: rung 03's split plan, and the Hopper decode rung's partials.
+  // The most any rung wants: the split plans of rungs 03 and 11, and the Hopper decode rung's partials.
   const AttentionArgs& a = shape_only;
   if (a.D != 64 && a.D != 128) return 0;
   if (a.B < 1 || a.Hq < 1 || a.Hkv < 1 || a.Sq < 1 || a.Skv < 1 || a.Hq % a.Hkv) return 0;
-  return std::max(attention_flash_split_kv_workspace_bytes(a, d), attention_hopper_workspace_bytes(a, d));
+  return std::max({attention_flash_split_kv_workspace_bytes(a, d), attention_tma_mma_sync_workspace_bytes(a, d),
+                   attention_hopper_workspace_bytes(a, d)});
 }
 
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest

@@ -35,5 +35,9 @@ void attention_flash_split_kv_launch(const AttentionArgs& a, cudaStream_t s);
 unsigned attention_decode_epoch();
 // Workspace rung 03 would use on this shape with an unlimited workspace (0 if it would not split).
 size_t attention_flash_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
+std::string attention_tma_mma_sync_supports(const AttentionArgs& a, const DeviceInfo& d);
+void attention_tma_mma_sync_launch(const AttentionArgs& a, cudaStream_t s);
+// Workspace rung 11 would use (its own tail-split plan; decode: rung 03's).
+size_t attention_tma_mma_sync_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
 
 }  // namespace kl

@@ -151,6 +151,15 @@ __device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* tmap, ui
       "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// tma_load_3d into this CTA's own shared memory (.shared::cta destination; see tma_load_2d_cta).
+__device__ __forceinline__ void tma_load_3d_cta(void* smem_dst, const void* tmap, uint64_t* bar,
+                                                int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cta.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(hp_smem_u32(smem_dst)),
+      "l"(tmap), "r"(hp_smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
 __device__ __forceinline__ void tma_load_4d(void* smem_dst, const void* tmap, uint64_t* bar, int c0,
                                             int c1, int c2, int c3) {
   asm volatile(
