@@ -82,4 +82,17 @@ TEST(GemmBf16Cpu, TmaMmaSyncRefusals) {
     EXPECT_NE(r17.supports(args(M, 4096, 4096), small).find("shared memory"), std::string::npos) << M;
 }
 
+// Rung 18 (ping-pong consumers): in the table under its parent, and refused off Hopper before any
+// device query (its other refusals follow the sm_90a check, which asks the card: the GPU tests).
+TEST(GemmBf16Cpu, PingpongRegistered) {
+  const auto& t = gemm_bf16_rungs();
+  ASSERT_GT(t.size(), 18u);
+  EXPECT_EQ(t[18].number, 18);
+  EXPECT_STREQ(t[18].name, "pingpong");
+  EXPECT_EQ(t[18].parent, 12);
+  DeviceInfo sm120 = fake_h200();
+  sm120.cc_major = 12;
+  EXPECT_NE(t[18].supports(args(4096, 4096, 4096), sm120).find("sm_90a"), std::string::npos);
+}
+
 }  // namespace

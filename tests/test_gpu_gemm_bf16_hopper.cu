@@ -163,7 +163,7 @@ TEST_P(HopperRung, ShapesSmallestFirst) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16, 18),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return (i.param < 10 ? "rung0" : "rung") + std::to_string(i.param);
                          });
@@ -531,19 +531,21 @@ TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
   chained_pdl_check(11, 21);
 }
 
-// Rung 12 under programmatic dependent launch (the bench's created stream): GEMM 2 reads GEMM 1's
-// output as its A, launched right behind it without a sync; every thread of rung 12 waits for the
-// previous grid before touching global memory, so GEMM 2 must see all of GEMM 1's C (poisoned to
-// NaN before each repetition; GEMM 2's 32 CTAs can start on the SMs GEMM 1 leaves free).
-// Sampled rows (every 37th and the last) against a CPU double product of the bf16 inputs.
-TEST(GemmBf16Hopper, ChainedPDLRung12) {
-  KL_REQUIRE_GPU();
+// Rung 12 (and 18, which launches the same way) under programmatic dependent launch (the bench's
+// created stream): GEMM 2 reads GEMM 1's output as its A, launched right behind it without a sync;
+// every thread of the rung waits for the previous grid before touching global memory, so GEMM 2
+// must see all of GEMM 1's C (poisoned to NaN before each repetition; GEMM 2's CTAs can start on
+// the SMs GEMM 1 leaves free). Sampled rows (every 37th and the last) against a CPU double product
+// of the bf16 inputs.
+void chained_pdl_tma_store(int num) {
   std::string why;
   if (!hopper_here(&why)) GTEST_SKIP() << why;
+  const auto* r = rung(num);
+  ASSERT_NE(r, nullptr);
   const int M = 2048, N1 = 2048, K1 = 1024, N2 = 264;
-  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256: GEMM 2 launches under its tail
+  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256 (rung 18: 256 of 128x128)
   Problem p2(M, N2, N1, 32);
-  ASSERT_EQ(kl::hopper_gemm::gemm_bf16_four_stages_supports(p1.args(), kl::device_info()), "");
+  ASSERT_EQ(r->supports(p1.args(), kl::device_info()), "");
   cudaStream_t st;
   KL_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   GemmBf16Args a1 = p1.args(), a2 = p2.args();
@@ -554,8 +556,8 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
   for (int rep = 0; rep < 3; ++rep) {
     KL_CHECK(cudaMemsetAsync(p1.dC, 0xFF, size_t(M) * N1 * 2, st));
     KL_CHECK(cudaMemsetAsync(p2.dC, 0xFF, size_t(M) * N2 * 2, st));
-    kl::hopper_gemm::gemm_bf16_four_stages_launch(a1, st);
-    kl::hopper_gemm::gemm_bf16_four_stages_launch(a2, st);
+    r->launch(a1, st);
+    r->launch(a2, st);
     KL_CHECK(cudaStreamSynchronize(st));
     const auto c1 = p1.result(), c2 = p2.result();
     std::vector<float> got1, got2;
@@ -578,7 +580,8 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
         ref2.push_back(acc);
       }
     }
-    const std::string at = " on the sampled rows (rep " + std::to_string(rep) + ")";
+    const std::string at =
+        " on the sampled rows (rung " + std::to_string(num) + ", rep " + std::to_string(rep) + ")";
     auto where = [&](int n_cols) {
       return [&rows, n_cols](size_t i) {
         return "C[" + std::to_string(rows[i / n_cols]) + "][" + std::to_string(i % n_cols) + "]";
@@ -591,6 +594,16 @@ TEST(GemmBf16Hopper, ChainedPDLRung12) {
         << "GEMM 2 read GEMM 1's output too early?";
   }
   cudaStreamDestroy(st);
+}
+
+TEST(GemmBf16Hopper, ChainedPDLRung12) {
+  KL_REQUIRE_GPU();
+  chained_pdl_tma_store(12);
+}
+
+TEST(GemmBf16Hopper, ChainedPDLRung18) {
+  KL_REQUIRE_GPU();
+  chained_pdl_tma_store(18);
 }
 
 __global__ void empty_kernel_11() {}
@@ -643,10 +656,10 @@ TEST(GemmBf16Hopper, EmptyLaunchCost) {
 // ---------------------------------------------------------------- determinism, refusals
 TEST(GemmBf16Hopper, Deterministic) {
   KL_REQUIRE_GPU();
-  for (int num : {9, 10, 11, 13, 15, 16}) {
+  for (int num : {9, 10, 11, 13, 15, 16, 18}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr);
-    Problem p(num >= 10 && num != 16 ? 33 : 300, 520, 1000, 7);
+    Problem p(num >= 10 && num != 16 && num != 18 ? 33 : 300, 520, 1000, 7);
     if (!r->supports(p.args(), kl::device_info()).empty()) continue;
     r->launch(p.args(), 0);
     sync_or_die("determinism run 1 of rung " + std::to_string(num));
@@ -688,11 +701,39 @@ TEST(GemmBf16Hopper, EpiloguePassesMatch) {
   }
 }
 
+// Rung 18 (ping-pong consumers, 128x128 tiles): CTAs whose two consumers take several tiles each,
+// so the turn passes back and forth many times and the ring's positions shift from tile to tile.
+// One k-block per tile (the turn changes after every k-block; ragged M and N: empty store passes,
+// a last M tile 52 rows deep), a K tail over four k-blocks (4 does not divide the 6-deep ring), and
+// M = 1 (one tile row, every A box almost all zero fill); first a single tile (consumer 1 idle).
+// Every entry against the double product, and a second launch bitwise equal to the first.
+TEST(GemmBf16Hopper, PingpongManyTilesPerConsumer) {
+  KL_REQUIRE_GPU();
+  const auto* r = rung(18);
+  ASSERT_NE(r, nullptr);
+  for (const Dims s : {Dims{128, 128, 520, "one tile, 9 k-blocks: the ring wraps inside it"},
+                       Dims{2100, 4424, 64, "595 tiles, one k-block each, ragged M and N"},
+                       Dims{1100, 8200, 200, "585 tiles, K = 3 blocks + 8"},
+                       Dims{1, 65600, 72, "M = 1: 513 tiles in one row, K tail"}}) {
+    Problem p(s.M, s.N, s.K, 13);
+    KL_SKIP_UNLESS_SM90A(r->supports(p.args(), kl::device_info()));
+    p.poison();
+    r->launch(p.args(), 0);
+    sync_or_die(std::string("rung 18 at ") + s.what);
+    const auto c1 = p.result();
+    EXPECT_EQ(p.check(c1), "") << "rung 18, " << s.what;
+    p.poison();
+    r->launch(p.args(), 0);
+    sync_or_die(std::string("rung 18 (second launch) at ") + s.what);
+    EXPECT_EQ(c1, p.result()) << "rung 18 not bitwise reproducible, " << s.what;
+  }
+}
+
 TEST(GemmBf16Hopper, Refusals) {
   KL_REQUIRE_GPU();
   const auto& d = kl::device_info();
   Problem p(64, 64, 64, 3);
-  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16}) {
+  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 18}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr) << "rung " << num;
     GemmBf16Args a = p.args();

@@ -6,7 +6,7 @@
 The wgmma rungs must show HGMMA in their SASS, and the design notes say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
-  - every Hopper GEMM kernel (rungs 05-09, 12-16, and rung 11's wgmma tiles) and every Hopper
+  - every Hopper GEMM kernel (rungs 05-09, 12-16, 18, and rung 11's wgmma tiles) and every Hopper
     attention kernel (rungs 04-08, 10) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
@@ -105,10 +105,10 @@ def main(build):
 
     g = found["bench_gemm_bf16"]
     hopper_gemm = (r"^(void )?kl::hopper_gemm::(tma_store::tma_store_gemm_kernel<|cluster::cluster_gemm_kernel<|"
-                   r"\(anonymous namespace\)::gemm_bf16_(tma_wgmma|warp_specialized|persistent|stream_k_tail)_kernel\(|"
+                   r"\(anonymous namespace\)::gemm_bf16_(tma_wgmma|warp_specialized|persistent|stream_k_tail|pingpong)_kernel\(|"
                    r"\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::Wgmma|"
                    r"\(anonymous namespace\)::whole_k_gemm_kernel<)")
-    rule(g, hopper_gemm, 15, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
+    rule(g, hopper_gemm, 16, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
     rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::MmaSyncRows<", 2,
          "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::(gemm_bf16_(wmma_global|smem_tile_padded|"

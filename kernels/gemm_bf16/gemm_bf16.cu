@@ -96,7 +96,8 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // first (docs/gemm_bf16.md has the rows). The first rung in the
 // list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses without a
 // workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13 (cluster
-// multicast) are in no list: slower than 08/12 on every shape.
+// multicast) are in no list: slower than 08/12 on every shape. Rung 18 (ping-pong consumers) is in
+// no list until it is measured.
 namespace {
 enum class ShapeClass {
   DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, SmallPrefill, Prefill

@@ -98,6 +98,10 @@ void gemm_bf16_decode_no_split_launch_strip(const GemmBf16Args& a, int bn, int c
 // Rung 16 in clusters of two CTAs sharing one strip over two neighbouring 64-row tiles, W boxes
 // multicast (the tests).
 void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s);
+// Rung 18 (pingpong): rung 12 with each consumer warpgroup on whole 128x128 tiles of its own, the
+// two mainloops taking turns on the tensor cores (pingpong_gemm.cuh).
+std::string gemm_bf16_pingpong_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_pingpong_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

@@ -1,7 +1,7 @@
-// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16), the decode rung (10)
-// and the sm_90+ TMA rung (17) to the gemm_bf16 table (gemm_bf16.cu calls this once while building
-// the table). Each rung's number, name and one change are written here and nowhere else; the
-// kernels live in NN_*.cu.
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16, 18), the decode rung
+// (10) and the sm_90+ TMA rung (17) to the gemm_bf16 table (gemm_bf16.cu calls this once while
+// building the table). Each rung's number, name and one change are written here and nowhere else;
+// the kernels live in NN_*.cu.
 // Which rung runs for which shape is the entry point's pick (gemm_bf16.cu), not the highest number.
 #include "kl/gemm_bf16.h"
 #include "gemm_bf16/gemm_bf16_rungs.h"
@@ -53,4 +53,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "mbarriers, no block barrier in the k-loop (sm_90 and sm_120)",
                kl::gemm_bf16_detail::gemm_bf16_tma_mma_sync_supports,
                kl::gemm_bf16_detail::gemm_bf16_tma_mma_sync_launch, /*parent=*/3});
+  t.push_back({18, "pingpong",
+               "rung 12 with ping-pong consumers: each warpgroup owns whole 128x128 tiles, the two "
+               "mainloops take turns (ordered named barriers) so one's epilogue runs under the other's math",
+               gemm_bf16_pingpong_supports, gemm_bf16_pingpong_launch, /*parent=*/12});
 }
