@@ -12,12 +12,12 @@ the arms you compare, run them round-robin, keep each arm's best round and repor
 the noise floor. This script does that for the headline comparison shapes:
 
   attention  B=1, H=32, S in {4096, 8192}, causal and not, D = 128 (attention_d64: D = 64): arm
-             "kl" is bench_attention --variant 2,3,6,7,8,auto (the part-1 rungs 02/03 in a column
-             of their own, against flash), arm "torch" torch_baseline.py's flash and cuDNN rows
+             "kl" is bench_attention --variant 2,3,6,7,8,11,auto (the portable rungs 02/03/11 in a
+             column of their own, against flash), arm "torch" torch_baseline.py's flash and cuDNN rows
              (--family attention --shape S --no-compile).
   gemm_bf16  2048^3, 4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008 and the Llama-3-8B prefill
              projections 4096x6144x4096, 4096x28672x4096, 4096x4096x14336: bench_gemm_bf16 --variant
-             12,13,14,auto, whose cuBLAS row is timed in the same process; the order of cuBLAS and
+             12,13,14,18,auto, whose cuBLAS row is timed in the same process; the order of cuBLAS and
              ours alternates with the rounds (--ref-last on odd rounds).
   sgemm      4096^3, 8192^3, 4096x11008x4096, 4096x4096x11008: bench_sgemm --variant 15,auto, the
              cuBLAS row alternating as above.
@@ -56,19 +56,19 @@ def gemm(M, N, K):
 
 
 # name -> (shapes, ours: (bench, variants), library impls, library arm: "torch" | "ref")
-# Attention: "best rung" is the best Hopper rung (04 and up); the portable mma.sync rungs (02, 03),
-# compared with FlashAttention-2 (SDPA flash), get a column of their own.
+# Attention: "best rung" is the best Hopper rung; the portable mma.sync rungs (02, 03 and the TMA-fed
+# 11, which also run on sm_120), compared with FlashAttention-2 (SDPA flash), get a column of their own.
 FAMILY = {"attention": "attention", "attention_d64": "attention", "gemm_bf16": "gemm_bf16", "sgemm": "sgemm"}
-PART1 = {"attention": (4, "torch_sdpa_flash"), "attention_d64": (4, "torch_sdpa_flash")}
+PART1 = {"attention": ((2, 3, 11), "torch_sdpa_flash"), "attention_d64": ((2, 3, 11), "torch_sdpa_flash")}
 SETS = {
     "attention": ([attn(S, 128, c) for S in (4096, 8192) for c in (1, 0)],
-                  ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+                  ("bench_attention", "2,3,6,7,8,11,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
     "attention_d64": ([attn(S, 64, c) for S in (4096, 8192) for c in (1, 0)],
-                      ("bench_attention", "2,3,6,7,8,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
+                      ("bench_attention", "2,3,6,7,8,11,auto"), ["torch_sdpa_cudnn", "torch_sdpa_flash"], "torch"),
     "gemm_bf16": ([gemm(n, n, n) for n in (2048, 4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008),
                                                                    gemm(4096, 6144, 4096), gemm(4096, 28672, 4096),
                                                                    gemm(4096, 4096, 14336)],
-                  ("bench_gemm_bf16", "12,13,14,auto"), ["cublas"], "ref"),
+                  ("bench_gemm_bf16", "12,13,14,18,auto"), ["cublas"], "ref"),
     "sgemm": ([gemm(n, n, n) for n in (4096, 8192)] + [gemm(4096, 11008, 4096), gemm(4096, 4096, 11008)],
               ("bench_sgemm", "15,auto"), ["cublas"], "ref"),
 }
@@ -148,8 +148,8 @@ def picks(set_name, best, shape):
     part1 = PART1.get(set_name)
     rs = {k: v for k, v in best.items() if k[2] == shape and k[0] == FAMILY[set_name]}
     ours = {k: v for k, v in rs.items() if k[3] == "kl"}
-    rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] >= part1[0])]
-    low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] < part1[0]]
+    rungs = [v for k, v in ours.items() if k[4] != "auto" and (not part1 or v["best"]["variant"] not in part1[0])]
+    low = [v for k, v in ours.items() if k[4] != "auto" and part1 and v["best"]["variant"] in part1[0]]
     auto = next((v for k, v in ours.items() if k[4] == "auto"), None)
     if not rungs and auto is None:
         return None

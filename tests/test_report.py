@@ -349,6 +349,14 @@ def main():
     check("14 stream_k_tail: 0.1700 (1900 MHz, 0.0%, 1 of 2 rounds)" in line and "1.059, 0.947" in line
           and "(12) 0.1900 (1900 MHz" in line,
           "h2h table: best rung, auto pick, ratios library / ours; other families' rows kept out", "\n".join(tl))
+    # attention: the portable rungs (02, 03, 11) go to the part-1 column, the others to "best rung"
+    ash = h2h.attn(4096, 128, 1)
+    arow = lambda impl, name, v, ms: dict(hrow(impl, name, v, ms, 0), family="attention", shape_str=ash)
+    ab = h2h.best_rounds([arow("kl", "mma_sync", 3, 0.5), arow("kl", "tma_mma_sync", 11, 0.4),
+                          arow("kl", "hopper", 8, 0.3), arow("torch_sdpa_flash", "flash", -1, 0.6)])
+    apk = h2h.picks("attention", ab, ash)
+    check(apk["top"]["best"]["variant"] == 8 and apk["part1"]["best"]["variant"] == 11,
+          "h2h: rung 11 (TMA-fed mma.sync) counts as a portable rung, compared with flash")
     # --split-rungs: cuBLAS timed by every arm of a round counts once per round (the round's median
     # arm), and the best rung is chosen by the median of its rounds, not by its luckiest round.
     split = [hrow("cublas", "cublas", -1, ms, rnd) for rnd, ms in ((0, 0.20), (0, 0.10), (0, 0.21), (1, 0.19))]
@@ -406,8 +414,9 @@ def main():
     rc, so, se = run_script(os.path.join(ROOT, "scripts", "h2h.py"), "--dry-run", "--rounds", "2", "--split-rungs",
                             "--set", "gemm_bf16", "--shape", h2h.gemm(4096, 4096, 4096))
     sl = so.splitlines()
-    check(rc == 0 and len(sl) == 8 and "--variant 12 " in sl[0] and "--variant auto " in sl[4]
-          and all(x.endswith("--ref-last") for x in sl[4:]),
+    nv = len(h2h.SETS["gemm_bf16"][1][1].split(","))
+    check(rc == 0 and len(sl) == 2 * nv and "--variant 12 " in sl[0] and "--variant auto " in sl[nv - 1]
+          and "--variant auto " in sl[nv] and all(x.endswith("--ref-last") for x in sl[nv:]),
           "h2h --split-rungs: one arm per rung, order reversed on odd rounds", so + se)
     for bad in (["--set", "nope"], ["--set", ","], ["--rounds", "0"], ["--cooldown", "inf"],
                 ["--shape", "M=1,N=8,K=8"], ["--from", os.path.join(out, "no_such_rows.jsonl")]):
