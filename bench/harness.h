@@ -227,7 +227,9 @@ struct GraphCheck {
 // process; later calls return immediately.
 void ramp_clocks();
 // Times `launch(i)` (i = launch index; use i % copies to rotate inputs). ramp_clocks(), then
-// o.warmup untimed launches, then o.iters launches each between two events. With o.graph (or
+// o.warmup untimed launches, then o.iters launches each between two events, in chunks of 25 queued
+// behind a kernel that holds the stream while the host enqueues them (sized from the warm-up's host
+// time), so the events measure device time and not the host's launch latency. With o.graph (or
 // force_graph), also captures launches into a CUDA graph (o.iters of them, or fewer when they add up
 // to more than ~20 ms: at least min(5, o.iters)) and reports the median of 5 replays per launch (graph_ms); `s`
 // must then be a created stream (kl::bench::Stream), not the default one. With a graph and `gc`,

@@ -116,6 +116,16 @@ __global__ void ramp_kernel(float* sink, int iters) {
   for (int i = 0; i < iters; ++i) a = fmaf(a, b, 1e-7f);
   if (a == 12345.678f) *sink = a;  // practically never: keeps the loop alive
 }
+// Holds the stream for `ns` nanoseconds of wall time (%globaltimer, so the hold does not depend on
+// the SM clock) while the host queues a chunk of timed launches behind it.
+__global__ void hold_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
 }  // namespace
 
 void fill_uniform(void* dev, size_t n, DType t, uint64_t seed, float lo, float hi, cudaStream_t s) {
@@ -278,22 +288,44 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
   ramp_clocks();
   Timing t;
   int idx = 0;
-  for (int w = 0; w < o.warmup; ++w) launch(idx++);
+  const int n = o.iters;
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(std::max(n, 1)));
+  for (auto& e : ev) KL_CHECK(cudaEventCreate(&e));
+  // Warm-up, each launch between the same two events as a timed one: its host cost (events and
+  // launch enqueued) sizes the hold below. Without warm-up a generous 50 us per launch is assumed.
+  std::vector<double> host_ms;
+  for (int w = 0; w < o.warmup; ++w) {
+    const auto h0 = std::chrono::steady_clock::now();
+    KL_CHECK(cudaEventRecord(ev[0], s));
+    launch(idx++);
+    KL_CHECK(cudaEventRecord(ev[1], s));
+    host_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count());
+  }
   KL_CHECK_LAUNCH();
   KL_CHECK(cudaStreamSynchronize(s));
+  std::sort(host_ms.begin(), host_ms.end());
+  const double per_launch_ms = host_ms.empty() ? 0.05 : host_ms[host_ms.size() / 2];
 
-  const int n = o.iters;
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(n));
-  for (auto& e : ev) KL_CHECK(cudaEventCreate(&e));
+  // Timed launches in chunks of kChunk, each chunk queued behind a hold kernel that keeps the stream
+  // busy while the host enqueues it (1.5x the measured host time, plus 0.2 ms): the GPU then runs
+  // the chunk back to back and each event pair brackets device time, not the host's launch latency
+  // (torch_baseline.py times PyTorch the same way).
+  constexpr int kChunk = 25;
   ClockSampler clk;
   clk.start();
-  for (int i = 0; i < n; ++i) {
-    KL_CHECK(cudaEventRecord(ev[2 * i], s));
-    launch(idx++);
-    KL_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+  for (int i = 0; i < n;) {
+    const int m = std::min(kChunk, n - i);
+    const double hold_ms = std::min(200.0, 1.5 * m * per_launch_ms + 0.2);
+    hold_kernel<<<1, 1, 0, s>>>(static_cast<unsigned long long>(hold_ms * 1e6));
+    KL_CHECK_LAUNCH();
+    for (int j = 0; j < m; ++j, ++i) {
+      KL_CHECK(cudaEventRecord(ev[2 * i], s));
+      launch(idx++);
+      KL_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+    }
+    KL_CHECK(cudaStreamSynchronize(s));
+    KL_CHECK_LAUNCH();
   }
-  KL_CHECK(cudaStreamSynchronize(s));
-  KL_CHECK_LAUNCH();
   t.clock_mhz = clk.stop();
   std::vector<double> ms(n);
   for (int i = 0; i < n; ++i) {

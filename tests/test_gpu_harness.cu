@@ -2,6 +2,7 @@
 // graphs (what they do, not how fast: timing belongs in the benches).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -143,6 +144,27 @@ TEST(GpuHarness, TimingAndGraph) {
   ASSERT_TRUE(std::isfinite(t.graph_ms));
   EXPECT_GT(t.graph_ms, 0.0);
   EXPECT_FALSE(t.graph_checked);  // no GraphCheck given
+}
+
+// The events bracket device time, not the host's: a launch whose host side takes 100 us before it
+// enqueues a tiny kernel is still timed at that kernel's few microseconds (the chunk is queued behind
+// the hold kernel). Timed one after another without the hold, each row would read >= 100 us.
+TEST(GpuHarness, TimingMeasuresDeviceTimeNotHostLatency) {
+  KL_REQUIRE_GPU();
+  Stream s;
+  DeviceBuffer sink(4);
+  Options o;
+  o.iters = 30;
+  o.warmup = 3;
+  Timing t = time_launches([&](int) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    write_kernel<<<1, 1, 0, s>>>(sink.as<float>(), 1.f);
+    KL_CHECK_LAUNCH();
+  }, o, s);
+  EXPECT_EQ(t.iters, 30);
+  EXPECT_LT(t.median_ms, 0.05) << "the events measured the host's 100 us per launch";
 }
 
 // The graph's output after one more replay reaches the check (poisoned first by `prepare`).
