@@ -16,6 +16,7 @@
 // skipped with a message (no row) before its buffers are allocated, and the run goes on.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,25 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
   };
   for (const auto* rung : rungs) run_one(rung, false);
   if (want_auto) run_one(nullptr, true);
+
+  // Where rung 00's time goes: its launch as steps (layer_entry_points_steps), each between two
+  // events inside the sequence, one row per step (op "<op>_step", variant = the step's index).
+  // The steps' inputs are the layer's own (rung 00 ran on them above, validated).
+  if (std::none_of(rungs.begin(), rungs.end(), [](const Rung<LayerArgs>* r) { return r->number == 0; })) return;
+  if (!layer_detail::layer_entry_points_supports(base, dev).empty()) return;
+  const std::vector<layer_detail::LayerStep> steps = layer_detail::layer_entry_points_steps(base);
+  std::vector<std::function<void()>> runs;
+  for (const auto& st : steps) runs.push_back([&st, stream] { st.run(stream); });
+  const std::vector<Timing> ts = time_steps(runs, o, stream);
+  for (size_t j = 0; j < steps.size(); ++j) {
+    Row r = problem_row("layer", op + "_step", "bf16", sh, 0, 0, l2res, 1, seed, kTol);
+    r.variant = static_cast<int>(j);
+    r.variant_name = steps[j].name;
+    r.change = "step " + std::to_string(j) + " of rung 00's launch, timed inside the sequence";
+    r.t = ts[j];
+    r.notes["of"] = "00 entry_points";
+    rep.emit(r);
+  }
 }
 
 int run(int argc, char** argv) {

@@ -237,6 +237,12 @@ void ramp_clocks();
 // The SM clock is sampled through NVML (dlopen'ed; absent -> NaN) while the timed launches run.
 Timing time_launches(const std::function<void(int)>& launch, const Options& o,
                      cudaStream_t s, bool force_graph = false, const GraphCheck* gc = nullptr);
+// Runs `steps` in order, o.iters times (after max(1, o.warmup) untimed sequences), an event before
+// the first step and after each, the sequences queued behind a hold kernel as in time_launches();
+// returns each step's timing in its sequence (median, min, max; the SM clock of the whole run). A
+// step's events bracket it where the previous step ended, so what they cannot show is overlap with
+// its neighbours, which they prevent.
+std::vector<Timing> time_steps(const std::vector<std::function<void()>>& steps, const Options& o, cudaStream_t s);
 // One launch of `f` between two events, in ms (the benches' validation launch).
 double single_launch_ms(const std::function<void()>& f, cudaStream_t s);
 // `o` with its iterations cut so one row takes about `budget_s` seconds (at least 5 launches), unless

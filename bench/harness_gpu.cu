@@ -126,6 +126,19 @@ __global__ void hold_kernel(unsigned long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns);
 }
+constexpr int kChunk = 25;  // timed launches queued behind one hold
+// Holds stream s for 1.5x `host_ms` (the host's time to enqueue what follows) plus 0.2 ms, at most
+// 200 ms.
+void hold_stream(cudaStream_t s, double host_ms) {
+  const double hold_ms = std::min(200.0, 1.5 * host_ms + 0.2);
+  hold_kernel<<<1, 1, 0, s>>>(static_cast<unsigned long long>(hold_ms * 1e6));
+  KL_CHECK_LAUNCH();
+}
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 }  // namespace
 
 void fill_uniform(void* dev, size_t n, DType t, uint64_t seed, float lo, float hi, cudaStream_t s) {
@@ -303,21 +316,17 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
   }
   KL_CHECK_LAUNCH();
   KL_CHECK(cudaStreamSynchronize(s));
-  std::sort(host_ms.begin(), host_ms.end());
-  const double per_launch_ms = host_ms.empty() ? 0.05 : host_ms[host_ms.size() / 2];
+  const double per_launch_ms = host_ms.empty() ? 0.05 : median_of(host_ms);
 
   // Timed launches in chunks of kChunk, each chunk queued behind a hold kernel that keeps the stream
   // busy while the host enqueues it (1.5x the measured host time, plus 0.2 ms): the GPU then runs
   // the chunk back to back and each event pair brackets device time, not the host's launch latency
   // (torch_baseline.py times PyTorch the same way).
-  constexpr int kChunk = 25;
   ClockSampler clk;
   clk.start();
   for (int i = 0; i < n;) {
     const int m = std::min(kChunk, n - i);
-    const double hold_ms = std::min(200.0, 1.5 * m * per_launch_ms + 0.2);
-    hold_kernel<<<1, 1, 0, s>>>(static_cast<unsigned long long>(hold_ms * 1e6));
-    KL_CHECK_LAUNCH();
+    hold_stream(s, m * per_launch_ms);
     for (int j = 0; j < m; ++j, ++i) {
       KL_CHECK(cudaEventRecord(ev[2 * i], s));
       launch(idx++);
@@ -381,6 +390,60 @@ Timing time_launches(const std::function<void(int)>& launch, const Options& o, c
     KL_CHECK(cudaEventDestroy(b));
     KL_CHECK(cudaGraphExecDestroy(ge));
     KL_CHECK(cudaGraphDestroy(g));
+  }
+  return t;
+}
+
+std::vector<Timing> time_steps(const std::vector<std::function<void()>>& steps, const Options& o, cudaStream_t s) {
+  ramp_clocks();
+  const size_t k = steps.size();
+  if (k == 0) return {};
+  const int n = std::max(o.iters, 1);
+  const int chunk = std::min(kChunk, n);
+  std::vector<cudaEvent_t> ev(static_cast<size_t>(chunk) * (k + 1));
+  for (auto& e : ev) KL_CHECK(cudaEventCreate(&e));
+  auto sequence = [&](cudaEvent_t* e) {
+    KL_CHECK(cudaEventRecord(e[0], s));
+    for (size_t j = 0; j < k; ++j) {
+      steps[j]();
+      KL_CHECK(cudaEventRecord(e[j + 1], s));
+    }
+  };
+  std::vector<double> host_ms;
+  for (int w = 0; w < std::max(o.warmup, 1); ++w) {
+    const auto h0 = std::chrono::steady_clock::now();
+    sequence(ev.data());
+    host_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - h0).count());
+  }
+  KL_CHECK_LAUNCH();
+  KL_CHECK(cudaStreamSynchronize(s));
+  const double per_sequence_ms = median_of(host_ms);
+  std::vector<std::vector<double>> ms(k);
+  ClockSampler clk;
+  clk.start();
+  for (int i = 0; i < n;) {
+    const int m = std::min(chunk, n - i);
+    hold_stream(s, m * per_sequence_ms);
+    for (int c = 0; c < m; ++c) sequence(&ev[static_cast<size_t>(c) * (k + 1)]);
+    KL_CHECK(cudaStreamSynchronize(s));
+    KL_CHECK_LAUNCH();
+    for (int c = 0; c < m; ++c)
+      for (size_t j = 0; j < k; ++j) {
+        float x = 0;
+        KL_CHECK(cudaEventElapsedTime(&x, ev[c * (k + 1) + j], ev[c * (k + 1) + j + 1]));
+        ms[j].push_back(x);
+      }
+    i += m;
+  }
+  const double mhz = clk.stop();
+  for (auto& e : ev) KL_CHECK(cudaEventDestroy(e));
+  std::vector<Timing> t(k);
+  for (size_t j = 0; j < k; ++j) {
+    t[j].iters = n;
+    t[j].median_ms = median_of(ms[j]);
+    t[j].min_ms = *std::min_element(ms[j].begin(), ms[j].end());
+    t[j].max_ms = *std::max_element(ms[j].begin(), ms[j].end());
+    t[j].clock_mhz = mhz;
   }
   return t;
 }

@@ -325,6 +325,31 @@ def main():
                        capture_output=True, text=True)
     check(p.returncode == 2 and "--shape 'M=1'" in p.stderr and "Traceback" not in p.stderr,
           "torch_baseline bad --shape: exit 2 before PyTorch or a GPU is needed", p.stderr)
+    # ---- a launch's breakdown: "<op>_step" rows become one table (not op tables or charts)
+    import report
+    with open(FIXTURES[0]) as f:
+        base = json.loads(f.readline())
+    shape = {"B": 1, "S": 4096, "L": 4096, "hidden": 4096, "Hq": 32, "Hkv": 8, "D": 128, "mlp": 14336}
+    ss = ",".join("%s=%d" % kv for kv in shape.items())
+
+    def lrow(op, variant, name, ms, notes=None):
+        return dict(base, family="layer", op=op, impl="kl", variant=variant, variant_name=name, shape=shape,
+                    shape_str=ss, median_ms=ms, flops=0.0, bytes=0.0, notes=notes or {}, ok=True)
+    lrows = [lrow("prefill", 0, "entry_points", 3.0),
+             lrow("prefill_step", 0, "rmsnorm", 0.5, {"of": "00 entry_points"}),
+             lrow("prefill_step", 1, "gemm qkv", 1.5, {"of": "00 entry_points"}),
+             lrow("prefill_step", 2, "attention", 1.0, {"of": "00 entry_points"})]
+    for i, r in enumerate(lrows):
+        r["_order"] = i
+    rep = report.Report(out, lrows, {})
+    st = rep.steps_table("layer")
+    check(("prefill", "layer") not in rep.groups and ("layer", "prefill_step") not in rep.groups
+          and rep.ops("layer") == ["prefill"], "step rows stay out of the op tables", str(rep.groups.keys()))
+    check(table_row(st, "gemm qkv", "1.500 (50%)") is not None and table_row(st, "steps' sum", "3.000")
+          and table_row(st, "whole launch (00 entry_points)", "3.000"),
+          "steps table: each step's ms and share, the sum and the whole launch's row", st)
+    check(rep.steps_table("rmsnorm") == "", "no step rows: no steps table")
+
     # ---- h2h.py: the round bookkeeping and the table, on synthetic rows; the plan and refusals
     import h2h
     sh = h2h.gemm(4096, 4096, 4096)

@@ -31,6 +31,10 @@
 #include <vector>
 
 #include "kl/device.h"
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "kl/registry.h"
 
 namespace kl {
@@ -110,6 +114,16 @@ namespace layer_detail {
   void layer_##name##_launch(const LayerArgs& a, cudaStream_t s);
 KL_LAYER_RUNG(entry_points)
 #undef KL_LAYER_RUNG
+
+// One step of a layer launch: a name ("gemm qkv", "attention", ...) and its launches on a stream.
+struct LayerStep {
+  std::string name;
+  std::function<void(cudaStream_t)> run;
+};
+// Rung 00's launch as its steps, in order (what layer_entry_points_launch runs); the bench times
+// them one by one inside the sequence for the layer's per-step breakdown. Arguments as for the
+// launch (checked by the caller).
+std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a);
 }  // namespace layer_detail
 
 }  // namespace kl

@@ -14,6 +14,7 @@
 //   op needs; a decode step pays each launch's latency.
 #include <cuda_bf16.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -210,45 +211,65 @@ std::string layer_entry_points_supports(const LayerArgs& a, const DeviceInfo& d)
   return "";
 }
 
-void layer_entry_points_launch(const LayerArgs& a, cudaStream_t s) {
-  const Plan p = make_plan(a, device_info());
-  const LayerDims& m = a.dims;
+std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) {
+  const auto p = std::make_shared<const Plan>(make_plan(a, device_info()));
+  const LayerDims m = a.dims;
   const long long T = layer_tokens(a);
+  const int B = a.B, S = a.S, L = a.L;
+  std::vector<LayerStep> steps;
   // The attention's flag words: its region's offset follows the shape, so whatever an earlier call
-  // of another shape left there is cleared (a flag counts when it equals the launch's epoch).
-  KL_CHECK(cudaMemsetAsync(static_cast<char*>(a.workspace) + p.lay.att, 0, p.lay.att_flags, s));
-  if (p.pos_fill) {
-    layer_entry_points_positions_kernel<<<blocks_for(T), kThreads, 0, s>>>(p.pos_fill, T, a.S, p.kv - a.S);
-    KL_CHECK_LAUNCH();
+  // of another shape left there is cleared (a flag counts when it equals the launch's epoch). The
+  // default positions go with it.
+  void* flags = static_cast<char*>(a.workspace) + p->lay.att;
+  steps.push_back({"setup", [p, flags, T, S](cudaStream_t s) {
+                     KL_CHECK(cudaMemsetAsync(flags, 0, p->lay.att_flags, s));
+                     if (p->pos_fill) {
+                       layer_entry_points_positions_kernel<<<blocks_for(T), kThreads, 0, s>>>(p->pos_fill, T, S,
+                                                                                              p->kv - S);
+                       KL_CHECK_LAUNCH();
+                     }
+                   }});
+  steps.push_back({"rmsnorm", [p](cudaStream_t s) { rmsnorm(p->norm1, s); }});
+  steps.push_back({"gemm qkv", [p](cudaStream_t s) { gemm_bf16(p->qkv, s); }});
+  steps.push_back({"rope", [p](cudaStream_t s) { rope(p->rope, s); }});
+  if (p->lay.copy_kv) {
+    const long long chunks = static_cast<long long>(B) * m.Hkv * p->kv * (m.D / 8);
+    const bf16 *kc = a.k_cache, *vc = a.v_cache;
+    steps.push_back({"copy kv rows", [p, chunks, kc, vc, L, m](cudaStream_t s) {
+                       for (const auto& kv : {std::make_pair(kc, p->k_rows), std::make_pair(vc, p->v_rows)}) {
+                         layer_entry_points_cache_rows_kernel<<<blocks_for(chunks), kThreads, 0, s>>>(
+                             kv.first, kv.second, chunks, p->kv, L, m.D);
+                         KL_CHECK_LAUNCH();
+                       }
+                     }});
   }
-  rmsnorm(p.norm1, s);
-  gemm_bf16(p.qkv, s);
-  rope(p.rope, s);
-  if (p.lay.copy_kv) {
-    const long long chunks = static_cast<long long>(a.B) * m.Hkv * p.kv * (m.D / 8);
-    for (const auto& kv : {std::make_pair(a.k_cache, p.k_rows), std::make_pair(a.v_cache, p.v_rows)}) {
-      layer_entry_points_cache_rows_kernel<<<blocks_for(chunks), kThreads, 0, s>>>(kv.first, kv.second, chunks,
-                                                                                   p.kv, a.L, m.D);
-      KL_CHECK_LAUNCH();
-    }
-  }
-  attention(p.att, s);
-  if (p.lay.copy_o) {
+  steps.push_back({"attention", [p](cudaStream_t s) { attention(p->att, s); }});
+  if (p->lay.copy_o) {
     const long long chunks = T * m.Hq * (m.D / 8);
-    layer_entry_points_heads_to_tokens_kernel<<<blocks_for(chunks), kThreads, 0, s>>>(
-        p.att.O, p.o_tok, chunks, a.S, m.Hq, m.D);
-    KL_CHECK_LAUNCH();
+    steps.push_back({"copy o", [p, chunks, S, m](cudaStream_t s) {
+                       layer_entry_points_heads_to_tokens_kernel<<<blocks_for(chunks), kThreads, 0, s>>>(
+                           p->att.O, p->o_tok, chunks, S, m.Hq, m.D);
+                       KL_CHECK_LAUNCH();
+                     }});
   }
-  gemm_bf16(p.oproj, s);
-  add_rmsnorm(p.norm2, s);
-  gemm_bf16(p.gate, s);
-  gemm_bf16(p.up, s);
-  swiglu(p.act, s);
-  gemm_bf16(p.down, s);
+  steps.push_back({"gemm o", [p](cudaStream_t s) { gemm_bf16(p->oproj, s); }});
+  steps.push_back({"add_rmsnorm", [p](cudaStream_t s) { add_rmsnorm(p->norm2, s); }});
+  steps.push_back({"gemm gate", [p](cudaStream_t s) { gemm_bf16(p->gate, s); }});
+  steps.push_back({"gemm up", [p](cudaStream_t s) { gemm_bf16(p->up, s); }});
+  steps.push_back({"swiglu", [p](cudaStream_t s) { swiglu(p->act, s); }});
+  steps.push_back({"gemm down", [p](cudaStream_t s) { gemm_bf16(p->down, s); }});
   const long long n = T * m.hidden;
-  layer_entry_points_residual_kernel<<<blocks_for(n), kThreads, 0, s>>>(
-      static_cast<const bf16*>(p.norm2.r), p.down.C, a.y, n);
-  KL_CHECK_LAUNCH();
+  bf16* y = a.y;
+  steps.push_back({"residual", [p, y, n](cudaStream_t s) {
+                     layer_entry_points_residual_kernel<<<blocks_for(n), kThreads, 0, s>>>(
+                         static_cast<const bf16*>(p->norm2.r), p->down.C, y, n);
+                     KL_CHECK_LAUNCH();
+                   }});
+  return steps;
+}
+
+void layer_entry_points_launch(const LayerArgs& a, cudaStream_t s) {
+  for (const LayerStep& step : layer_entry_points_steps(a)) step.run(s);
 }
 
 }  // namespace kl::layer_detail
