@@ -1,15 +1,16 @@
-// 11 tma_mma_sync — rung 03's mma.sync prefill tile fed by TMA boxes through a full/empty mbarrier ring.
+// 11 tma_mma_sync — rung 03's mma.sync prefill tile fed by TMA boxes through a ring of mbarriers.
 //
 // Parent: 03 flash_split_kv (its tiles, tail-split schedule and combine; its decode step as is).
-// Change: how Q, K and V reach shared memory (tma_mma.cuh). A producer warp (one lane) issues 3-D
-//   TMA boxes (64 columns x rows of one head, 128-byte swizzle) that complete on mbarriers; each
-//   consumer warp waits on the stage's full barrier, runs rung 03's ldmatrix + mma.sync + online
-//   softmax, fences (proxy.async) and arrives on empty. No block-wide barrier and no copy
-//   addressing in the KV loop.
+// Change: how Q, K and V reach shared memory (tma_mma.cuh). Thread 0 issues Q and the first tiles
+//   as 3-D TMA boxes (64 columns x rows of one head, 128-byte swizzle) that complete on mbarriers;
+//   each warp waits on the stage's full barrier, runs rung 03's ldmatrix + mma.sync + online
+//   softmax, fences (proxy.async) and counts itself done with the stage; the last of the four
+//   refills it with the tile STAGES ahead. No block-wide barrier and no copy addressing in the KV
+//   loop, and no producer warp (its registers would cost the second block per SM).
 // Why: TMA + mbarriers exist on every TMA card (sm_90 and sm_120, which has no wgmma), and let
 //   warps drift apart by up to a stage instead of meeting at a barrier every key tile.
-// Limits: the producer warp holds as many registers as a consumer (no setmaxnreg off sm_90a), so
-//   the 128-row tiles run 1 block per SM; D = 128 rings are 2 deep (sm_120's shared memory). Decode shapes
+// Limits: a refill is issued only when the slowest warp is done with the stage, one tile of math
+//   ahead of its use with the D = 128 ring 2 deep (sm_120's shared memory). Decode shapes
 //   (Sq <= 16) run rung 03's cp.async step (rung 09 is its TMA version).
 #include <algorithm>
 #include <climits>
@@ -33,7 +34,7 @@ int tile_smem(int D, bool small) {
   return small ? TSmall<128>::SMEM : TBig<128>::SMEM;
 }
 // Registers per thread of those kernels (ptxas -v, sm_90a), for the resident-block count.
-int tile_regs(int D, bool small) { return small ? (D == 64 ? 147 : 168) : (D == 64 ? 218 : 255); }
+int tile_regs(int D, bool small) { return small ? (D == 64 ? 142 : 190) : (D == 64 ? 216 : 254); }
 
 // Output row of a split tail tile.
 struct TailRows {

@@ -1,17 +1,20 @@
 // kernels/attention/tma_mma.cuh — rung 11's kernel: rung 03's mma.sync prefill tile (flash_mma.cuh:
 // fragments, stale-max pass, mask, online softmax, P in registers, split partials) with Q, K and V
-// brought into shared memory by TMA boxes through a full/empty mbarrier ring.
+// brought into shared memory by TMA boxes through a ring of mbarriers.
 //
 // Shared memory (1024-aligned): Q [BM rows], STAGES x (K [BN rows], V [BN rows]), then full[STAGES],
-// empty[STAGES] and q_full. Every tile is D / 64 panels of ROWS rows x 128 bytes, as TMA writes a
-// 64-column box with the 128-byte swizzle: chunk c of row r sits in panel c / 8 at chunk
+// q_full and released[STAGES] (int). Every tile is D / 64 panels of ROWS rows x 128 bytes, as TMA
+// writes a 64-column box with the 128-byte swizzle: chunk c of row r sits in panel c / 8 at chunk
 // (c % 8) ^ (r % 8). At D = 64 that is flash_mma.cuh's layout; at D = 128 the row's second half
 // moves to the second panel (panel_off), which only changes the per-lane offsets and the k-step
 // term: an XOR inside the panel plus an immediate panel offset, as flash_mma.cuh's XOR alone.
-// Threads: warps 0..3 are rung 03's consumer warps; warp 4 is the producer (lane 0 issues boxes).
-// Barriers: q_full completes once (Q's bytes); full[s] on the producer's arrive + the stage's bytes
-// (out-of-range rows zero-filled, counted too); empty[s] on one arrive per consumer warp after its
-// last ldmatrix of the stage (fence.proxy.async first). The only block-wide barrier follows init.
+// Threads: rung 03's four warps and nothing else. Thread 0 issues Q and the first STAGES tiles; after
+// that the last warp to finish with a stage refills it: each warp, after its last ldmatrix of the
+// stage (fence.proxy.async first), counts itself in released[s] with a shared atomic, and the warp
+// whose count completes the round issues the next tile's boxes. No warp waits for another to free a
+// stage, and no producer warp takes registers (with one, two blocks per SM would not fit).
+// Barriers: q_full completes once (Q's bytes); full[s] on the issuing lane's arrive + the stage's
+// bytes (out-of-range rows zero-filled, counted too). The only block-wide barrier follows init.
 #pragma once
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -22,10 +25,9 @@
 namespace kl {
 namespace flash {
 
-// A TMA-fed tile's named choices (Rows128Tile's, plus the producer warp in the thread count).
-// m_tiles_per_warp: 2 (128 rows, Q re-read from shared memory) or 1 (64 rows, Q in registers);
-// stages: ring depth; min_blocks_per_sm: what the register budget is sized for (with the producer
-// warp, two blocks per SM leave enough registers for one m-tile per warp, not for two).
+// A TMA-fed tile's named choices (Rows128Tile's). m_tiles_per_warp: 2 (128 rows, Q re-read from
+// shared memory) or 1 (64 rows, Q in registers); stages: ring depth; min_blocks_per_sm: two, as
+// rung 03 (four warps of up to 255 registers each).
 template <int D, int MT, bool HEAD_MAJOR>
 struct TmaTile {
   static constexpr int head_dim = D;
@@ -33,7 +35,7 @@ struct TmaTile {
   static constexpr int kv_tile = 64;
   // D = 128: 2 stages, so that the 128-row tile fits sm_120's shared memory per block.
   static constexpr int stages = D == 64 ? 3 : 2;
-  static constexpr int min_blocks_per_sm = MT == 1 ? 2 : 1;
+  static constexpr int min_blocks_per_sm = 2;
   static constexpr bool head_major = HEAD_MAJOR;
 };
 
@@ -42,14 +44,14 @@ struct TmaCfg {
   static constexpr int D = Tile::head_dim, MT = Tile::m_tiles_per_warp, BN = Tile::kv_tile;
   static constexpr int STAGES = Tile::stages, MINB = Tile::min_blocks_per_sm;
   static constexpr bool HEAD_MAJOR = Tile::head_major;
-  static constexpr int CONSUMER_WARPS = 4;  // warps 0..3; the producer is warp 4
-  static constexpr int THREADS = (CONSUMER_WARPS + 1) * 32;
+  static constexpr int CONSUMER_WARPS = 4;  // every warp computes; see the header for who loads
+  static constexpr int THREADS = CONSUMER_WARPS * 32;
   static constexpr int WROWS = 16 * MT, BM = WROWS * CONSUMER_WARPS;
   static constexpr int CH = D / 8, PANELS = D / 64;
   static constexpr int Q_ELEMS = BM * D, KV_ELEMS = BN * D;
   static constexpr int STAGE_BYTES = 2 * KV_ELEMS * 2;
   static constexpr int TILE_BYTES = (Q_ELEMS + STAGES * 2 * KV_ELEMS) * 2;
-  static constexpr int SMEM = 1024 + TILE_BYTES + (2 * STAGES + 1) * 8;
+  static constexpr int SMEM = 1024 + TILE_BYTES + (STAGES + 1) * 8 + STAGES * 4;
   static_assert(D == 64 || D == 128, "D is 64 or 128");
   static_assert(MT == 1 || MT == 2, "one or two m-tiles per warp");
   static_assert(STAGES >= 2, "the ring refills one stage while another is read");
@@ -64,7 +66,7 @@ __device__ __forceinline__ int panel_off(int r, int c) {
 }
 
 // Which per-tile address inputs of the KV loop an empty asm hides from the optimizer.
-enum class Hide { Q, StageAndQ, All };
+enum class Hide { None, Q, StageAndQ, All };
 
 // Block -> (tile t, query tile qt, head bh, piece split of nsplit): flash_mma_kernel's schedule.
 struct TilePiece {
@@ -100,8 +102,8 @@ __device__ __forceinline__ void tma_mma_tile(const Params& p, const CUtensorMap*
   __nv_bfloat16* Qs = reinterpret_cast<__nv_bfloat16*>(smem);
   __nv_bfloat16* KVs = Qs + C::Q_ELEMS;  // stage st: K at st*2*KV_ELEMS, V right after
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::TILE_BYTES);
-  uint64_t* empty = full + STAGES;
-  uint64_t* q_full = empty + STAGES;
+  uint64_t* q_full = full + STAGES;
+  int* released = reinterpret_cast<int*>(q_full + 1);  // warps done with stage s in this round
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t4 = lane & 3;
 
@@ -117,37 +119,34 @@ __device__ __forceinline__ void tma_mma_tile(const Params& p, const CUtensorMap*
   const int n_begin = static_cast<int>(static_cast<long long>(n_tiles) * split / nsplit);
   const int n_end = static_cast<int>(static_cast<long long>(n_tiles) * (split + 1) / nsplit);
 
+  // K and V tile n of KV head bkv into stage st: one lane, the stage's bytes on full[st] (keys >= Skv
+  // zero-filled).
+  // `base` is the aligned shared-memory base (smem), passed in so that a refill can form it anew.
+  auto load_kv = [tmK, tmV](unsigned char* base, int n, int st, int bkv) {
+    __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(base) + C::Q_ELEMS + st * 2 * C::KV_ELEMS;
+    uint64_t* fb = reinterpret_cast<uint64_t*>(base + C::TILE_BYTES) + st;
+    mbar_arrive_expect_tx(fb, C::STAGE_BYTES);
+#pragma unroll
+    for (int pn = 0; pn < C::PANELS; ++pn) {
+      tma_load_3d_cta(ks + pn * BN * 64, tmK, fb, pn * 64, n * BN, bkv);
+      tma_load_3d_cta(ks + C::KV_ELEMS + pn * BN * 64, tmV, fb, pn * 64, n * BN, bkv);
+    }
+  };
   if (tid == 0) {
     mbar_init(q_full, 1);
-    mbar_ring_init(full, empty, STAGES, C::CONSUMER_WARPS);  // one arrive per consumer warp; fence
+    for (int st = 0; st < STAGES; ++st) mbar_init(&full[st], 1), released[st] = 0;
+    fence_barrier_init();
   }
   __syncthreads();  // the only block-wide barrier: the barriers exist before anyone uses them
-
-  if (warp == C::CONSUMER_WARPS) {  // the producer warp
-    if (lane == 0) {
-      tma_prefetch_desc(tmQ);
-      tma_prefetch_desc(tmK);
-      tma_prefetch_desc(tmV);
-      // Q rows past Sq (this head's) are zero-filled, as load_rows_async does.
-      mbar_arrive_expect_tx(q_full, C::Q_ELEMS * 2);
+  if (tid == 0) {  // Q and the first STAGES tiles; the warps refill the ring from here on
+    tma_prefetch_desc(tmQ);
+    tma_prefetch_desc(tmK);
+    tma_prefetch_desc(tmV);
+    // Q rows past Sq (this head's) are zero-filled, as load_rows_async does.
+    mbar_arrive_expect_tx(q_full, C::Q_ELEMS * 2);
 #pragma unroll
-      for (int pn = 0; pn < C::PANELS; ++pn) tma_load_3d_cta(Qs + pn * BM * 64, tmQ, q_full, pn * 64, q0, bh);
-      const int bkv = b * p.Hkv + hkv;
-      int s = 0;
-      uint32_t phase = 0;
-      for (int n = n_begin; n < n_end; ++n) {
-        mbar_wait(&empty[s], phase ^ 1);  // first pass over the ring: parity 1 passes at once
-        __nv_bfloat16* ks = KVs + s * 2 * C::KV_ELEMS;
-        mbar_arrive_expect_tx(&full[s], C::STAGE_BYTES);  // ragged tile: keys >= Skv zero-filled
-#pragma unroll
-        for (int pn = 0; pn < C::PANELS; ++pn) {
-          tma_load_3d_cta(ks + pn * BN * 64, tmK, &full[s], pn * 64, n * BN, bkv);
-          tma_load_3d_cta(ks + C::KV_ELEMS + pn * BN * 64, tmV, &full[s], pn * 64, n * BN, bkv);
-        }
-        if (++s == STAGES) s = 0, phase ^= 1;
-      }
-    }
-    return;  // the consumers' waits on full cover every box in flight
+    for (int pn = 0; pn < C::PANELS; ++pn) tma_load_3d_cta(Qs + pn * BM * 64, tmQ, q_full, pn * 64, q0, bh);
+    for (int n = n_begin; n < n_end && n < n_begin + STAGES; ++n) load_kv(smem, n, n - n_begin, b * p.Hkv + hkv);
   }
 
   mbar_wait(q_full, 0);  // also before the epilogue's O staging in Qs: no TMA write can follow it
@@ -183,7 +182,7 @@ __device__ __forceinline__ void tma_mma_tile(const Params& p, const CUtensorMap*
 #if __CUDA_ARCH__ >= 1200
   constexpr Hide kHide = Hide::StageAndQ;
 #else
-  constexpr Hide kHide = C::HEAD_MAJOR ? Hide::Q : Hide::All;
+  constexpr Hide kHide = C::HEAD_MAJOR ? Hide::Q : (D == 128 && MT == 2 ? Hide::None : Hide::All);
 #endif
 
   for (int n = n_begin; n < n_end; ++n) {
@@ -200,7 +199,7 @@ __device__ __forceinline__ void tma_mma_tile(const Params& p, const CUtensorMap*
       asm volatile("" : "+r"(qo));
     } else if constexpr (kHide == Hide::StageAndQ) {
       asm volatile("" : "+r"(st_addr), "+r"(qo));
-    } else {
+    } else if constexpr (kHide == Hide::All) {
       asm volatile("" : "+r"(st_addr), "+r"(ko), "+r"(vo), "+r"(qo));
     }
     const uint32_t k_addr = st_addr + ko;
@@ -344,10 +343,26 @@ __device__ __forceinline__ void tma_mma_tile(const Params& p, const CUtensorMap*
       }
     }
     // This warp's ldmatrix reads (generic proxy) are ordered before the next TMA write (async
-    // proxy) into the stage; then one arrive per warp frees it.
+    // proxy) into the stage; the warp whose count completes the stage's round loads tile
+    // n + STAGES into it (the others go on without waiting).
     fence_proxy_async_smem();
     __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[s_idx]);
+    if (lane == 0 && n + STAGES < n_end) {
+      __threadfence_block();
+      // atomicInc wraps the count to 0 on the last warp's arrival: the stage's next round starts at 0.
+      if (atomicInc(reinterpret_cast<unsigned*>(&released[s_idx]), C::CONSUMER_WARPS - 1) == C::CONSUMER_WARPS - 1) {
+        __threadfence_block();
+        // The tile's head again, from the block index: nothing of the refill stays live across
+        // the loop (at the 255-register limit of the 128-row tiles).
+        int L = blockIdx.x;
+        uint32_t r0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+        asm volatile("" : "+r"(L), "+r"(r0));
+        const TilePiece rp = tile_piece<C>(p, L);
+        const int rb = rp.bh / p.Hq;
+        load_kv(smem_raw + (((r0 + 1023u) & ~1023u) - r0), n + STAGES, s_idx,
+                rb * p.Hkv + (rp.bh % p.Hq) / p.group);
+      }
+    }
   }
 
   // ---- epilogue (flash_mma_kernel's, O staged through this warp's own Q rows in panel layout)
