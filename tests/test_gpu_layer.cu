@@ -249,6 +249,69 @@ TEST(LayerGpu, DecodeAfterPrefillReadsThePrefillRows) {
   EXPECT_GT(e.rel_l2, 5e-2) << "the decode step did not depend on the prefill's cache rows";
 }
 
+// Rung 01: the second call with the same arguments captures, the third and fourth replay the graph
+// (counted), each to the first eager call's bits; other arguments between them run eagerly and
+// are right; inside the caller's own capture the rung launches its steps.
+TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
+  KL_REQUIRE_GPU();
+  const Rung<LayerArgs>& graph = layer_rungs().at(1);
+  ASSERT_EQ(std::string(graph.name), "graph");
+  const LayerDims m = layer_test::small_dims();
+  for (const Shape& sh : {layer_test::decode(m, 4, 48), layer_test::prefill(m, 2, 32, 40),
+                          layer_test::decode(layer_test::medium_dims(), 16, 512)}) {
+    SCOPED_TRACE(sh.str());
+    Problem p(sh, 11);
+    bench::Stream s;
+    launch_checked(graph, p.args(), s);
+    KL_CHECK(cudaStreamSynchronize(s));
+    std::vector<uint16_t> eager(p.n_x), again(p.n_x);
+    KL_CHECK(cudaMemcpy(eager.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+    long long before = 0;
+    for (int call = 2; call <= 4; ++call) {
+      if (call == 3) before = layer_detail::layer_graph_replays();  // the second call captured (or replayed)
+      bench::poison(p.y.ptr, p.y.bytes, s);
+      launch_checked(graph, p.args(), s);
+      KL_CHECK(cudaStreamSynchronize(s));
+      KL_CHECK(cudaMemcpy(again.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(eager, again) << "call " << call << " differs from the first";
+    }
+    EXPECT_EQ(layer_detail::layer_graph_replays() - before, 2) << "calls 3 and 4 were not replays";
+    EXPECT_TRUE(matches_reference(p, "graph rung"));
+    // Another argument set in between (y elsewhere) runs eagerly; the kept graph still replays.
+    bench::DeviceBuffer y2(p.y.bytes);
+    LayerArgs other = p.args();
+    other.y = y2.as<__nv_bfloat16>();
+    launch_checked(graph, other, s);
+    KL_CHECK(cudaStreamSynchronize(s));
+    std::vector<uint16_t> y_other(p.n_x);
+    KL_CHECK(cudaMemcpy(y_other.data(), y2.ptr, y2.bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(eager, y_other) << "the other argument set";
+    const long long mid = layer_detail::layer_graph_replays();
+    bench::poison(p.y.ptr, p.y.bytes, s);
+    launch_checked(graph, p.args(), s);
+    KL_CHECK(cudaStreamSynchronize(s));
+    EXPECT_EQ(layer_detail::layer_graph_replays() - mid, 1) << "the kept graph was not replayed";
+    KL_CHECK(cudaMemcpy(again.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(eager, again) << "replay after another argument set";
+    // Inside the caller's capture: the steps themselves are captured, no replay is counted.
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    const long long cap = layer_detail::layer_graph_replays();
+    KL_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    launch_checked(graph, p.args(), s);
+    KL_CHECK(cudaStreamEndCapture(s, &g));
+    KL_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    bench::poison(p.y.ptr, p.y.bytes, s);
+    KL_CHECK(cudaGraphLaunch(ge, s));
+    KL_CHECK(cudaStreamSynchronize(s));
+    KL_CHECK(cudaMemcpy(again.data(), p.y.ptr, p.y.bytes, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(eager, again) << "inside the caller's capture";
+    EXPECT_EQ(layer_detail::layer_graph_replays(), cap);
+    KL_CHECK(cudaGraphExecDestroy(ge));
+    KL_CHECK(cudaGraphDestroy(g));
+  }
+}
+
 // A decode step captured in a CUDA graph: after a first eager call (the families' one-time set-up),
 // the captured step replays twice to the eager call's bits.
 TEST(LayerGpu, DecodeStepReplaysInAGraph) {

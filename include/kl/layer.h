@@ -85,8 +85,10 @@ const std::vector<Rung<LayerArgs>>& layer_rungs();
 
 // The entry point: the best supported rung. Everything is checked before the first launch (null
 // pointers, dimensions a family cannot take, kv_len outside [S, L], a too-small workspace,
-// overlapping tensors): a refusal throws kl::BadArgument and launches nothing. Never synchronizes
-// and allocates nothing: a call can be captured in a CUDA graph (make one call first: the
+// overlapping tensors): a refusal throws kl::BadArgument and launches nothing. Never synchronizes.
+// A call that repeats the previous call's arguments captures the layer as a CUDA graph once (rung
+// 01: host work and the driver's memory for the graph, once per argument set); otherwise nothing is
+// allocated. A call can be captured in the caller's own CUDA graph (make one call first: the
 // families' one-time set-up).
 void layer(const LayerArgs& args, cudaStream_t stream);
 const Rung<LayerArgs>* layer_pick(const LayerArgs& args, const DeviceInfo& d);
@@ -113,7 +115,11 @@ namespace layer_detail {
   std::string layer_##name##_supports(const LayerArgs& a, const DeviceInfo& d); \
   void layer_##name##_launch(const LayerArgs& a, cudaStream_t s);
 KL_LAYER_RUNG(entry_points)
+KL_LAYER_RUNG(graph)
 #undef KL_LAYER_RUNG
+
+// How many calls of rung 01 (graph) were a replay of a captured graph, in this process.
+long long layer_graph_replays();
 
 // One step of a layer launch: a name ("gemm qkv", "attention", ...) and its launches on a stream.
 struct LayerStep {

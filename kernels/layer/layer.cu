@@ -24,6 +24,8 @@ const std::vector<Rung<LayerArgs>>& layer_rungs() {
       {0, "entry_points",
        "one family entry point per op; plain copies where layouts differ, a residual-add kernel",
        layer_entry_points_supports, layer_entry_points_launch},
+      {1, "graph", "a call that repeats the last arguments replays rung 00's launches as one captured CUDA graph",
+       layer_graph_supports, layer_graph_launch, 0},
   };
   return table;
 }

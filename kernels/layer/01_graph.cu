@@ -1,0 +1,109 @@
+// 01 graph — rung 00's launches replayed as one CUDA graph.
+//
+// Parent: 00 entry_points.
+// Change: when a call repeats the previous call's arguments, rung 00's steps are captured once on a
+//   stream of the rung's own and every later call with those arguments is one cudaGraphLaunch on
+//   the caller's stream. The capture stream is a created stream, so the families that launch
+//   programmatic-dependent there (the decode GEMMs, the attention's decode and combine) become
+//   programmatic edges of the graph whatever stream the caller uses.
+// Why: a decode layer is 13 to 15 short kernels; replayed as one graph the GPU starts each without
+//   a host launch of its own, and a decode GEMM's CTAs start fetching weights while the kernel
+//   before it drains.
+// Limits: a graph serves one argument set (pointers, shape, kv_len): a decode loop whose kv_len
+//   grows every step never replays one and runs rung 00's launches. A capture (host work and the
+//   driver's memory for the instantiated graph) happens once per argument set; the 8 most recent
+//   are kept per process. Inside the caller's own capture the steps are launched as in rung 00.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "kl/check.h"
+#include "kl/layer.h"
+
+namespace kl::layer_detail {
+namespace {
+
+constexpr size_t kKept = 8;  // instantiated graphs kept (least recently used leaves first)
+
+// Every field of the arguments (LayerArgs has padding bytes: compared field by field).
+auto key_of(const LayerArgs& a, int dev) {
+  const LayerWeights& w = a.w;
+  const LayerDims& m = a.dims;
+  return std::make_tuple(dev, static_cast<int>(a.mode), a.x, a.y, w.attn_norm, w.wqkv, w.wo, w.mlp_norm, w.wgate,
+                         w.wup, w.wdown, m.hidden, m.Hq, m.Hkv, m.D, m.mlp, m.eps, m.theta, a.k_cache, a.v_cache,
+                         a.pos, a.B, a.S, a.L, a.kv_len, a.workspace, a.workspace_bytes);
+}
+using Key = decltype(key_of(LayerArgs{}, 0));
+
+struct Graphs {
+  std::mutex mu;
+  std::optional<Key> last;                          // the previous call's arguments
+  std::list<std::pair<Key, cudaGraphExec_t>> kept;  // most recently used first
+  std::map<int, cudaStream_t> capture;              // the capture stream of each device
+  std::atomic<long long> replays{0};
+};
+// Never destroyed: at process exit the driver may already be gone.
+Graphs& graphs() {
+  static Graphs* g = new Graphs;
+  return *g;
+}
+
+cudaGraphExec_t capture(const LayerArgs& a, cudaStream_t cs) {
+  cudaGraph_t graph = nullptr;
+  KL_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  try {
+    layer_entry_points_launch(a, cs);
+  } catch (...) {
+    if (cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  KL_CHECK(cudaStreamEndCapture(cs, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  KL_CHECK(cudaGraphDestroy(graph));
+  KL_CHECK(e);
+  return exec;
+}
+
+}  // namespace
+
+std::string layer_graph_supports(const LayerArgs& a, const DeviceInfo& d) { return layer_entry_points_supports(a, d); }
+
+void layer_graph_launch(const LayerArgs& a, cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  KL_CHECK(cudaStreamIsCapturing(s, &status));
+  if (status != cudaStreamCaptureStatusNone) return layer_entry_points_launch(a, s);
+  const DeviceInfo& d = device_info();
+  const Key k = key_of(a, d.id);
+  Graphs& g = graphs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  for (auto it = g.kept.begin(); it != g.kept.end(); ++it)
+    if (it->first == k) {
+      g.kept.splice(g.kept.begin(), g.kept, it);
+      KL_CHECK(cudaGraphLaunch(it->second, s));
+      ++g.replays;
+      return;
+    }
+  const bool repeat = g.last && *g.last == k;
+  g.last = k;
+  layer_entry_points_launch(a, s);  // this call's work (and, on a first call, the families' set-up)
+  if (!repeat) return;
+  cudaStream_t& cs = g.capture[d.id];
+  if (!cs) KL_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
+  g.kept.emplace_front(k, capture(a, cs));
+  if (g.kept.size() > kKept) {
+    KL_CHECK(cudaGraphExecDestroy(g.kept.back().second));  // freed once any replay in flight ends
+    g.kept.pop_back();
+  }
+}
+
+long long layer_graph_replays() { return graphs().replays.load(); }
+
+}  // namespace kl::layer_detail
