@@ -21,10 +21,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "kl/check.h"
+#include "kernels/layer/layer_internal.h"
 #include "kl/layer.h"
 
 namespace kl::layer_detail {
@@ -32,15 +32,7 @@ namespace {
 
 constexpr size_t kKept = 8;  // instantiated graphs kept (least recently used leaves first)
 
-// Every field of the arguments (LayerArgs has padding bytes: compared field by field).
-auto key_of(const LayerArgs& a, int dev) {
-  const LayerWeights& w = a.w;
-  const LayerDims& m = a.dims;
-  return std::make_tuple(dev, static_cast<int>(a.mode), a.x, a.y, w.attn_norm, w.wqkv, w.wo, w.mlp_norm, w.wgate,
-                         w.wup, w.wdown, m.hidden, m.Hq, m.Hkv, m.D, m.mlp, m.eps, m.theta, a.k_cache, a.v_cache,
-                         a.pos, a.B, a.S, a.L, a.kv_len, a.workspace, a.workspace_bytes);
-}
-using Key = decltype(key_of(LayerArgs{}, 0));
+using Key = LayerKey;
 
 struct Graphs {
   std::mutex mu;
@@ -81,7 +73,7 @@ void layer_graph_launch(const LayerArgs& a, cudaStream_t s) {
   KL_CHECK(cudaStreamIsCapturing(s, &status));
   if (status != cudaStreamCaptureStatusNone) return layer_entry_points_launch(a, s);
   const DeviceInfo& d = device_info();
-  const Key k = key_of(a, d.id);
+  const Key k = layer_key(a, d.id);
   Graphs& g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
   for (auto it = g.kept.begin(); it != g.kept.end(); ++it)

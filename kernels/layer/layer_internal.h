@@ -21,6 +21,7 @@
 //   dn        [T, hidden]: the down projection
 #pragma once
 #include <cstddef>
+#include <tuple>
 
 #include "kl/attention.h"
 #include "kl/layer.h"
@@ -58,5 +59,16 @@ AttentionArgs attention_shape(const LayerArgs& a);
 inline long long layer_tokens(const LayerArgs& a) { return static_cast<long long>(a.B) * a.S; }
 // Elements of one qkv row: (Hq + 2 Hkv) D.
 inline long long qkv_width(const LayerDims& m) { return (static_cast<long long>(m.Hq) + 2LL * m.Hkv) * m.D; }
+
+// Every field of the arguments and the device, for equality (LayerArgs has padding bytes: compared
+// field by field): the key of rung 01's graphs and of the entry point's last checked call.
+inline auto layer_key(const LayerArgs& a, int dev) {
+  const LayerWeights& w = a.w;
+  const LayerDims& m = a.dims;
+  return std::make_tuple(dev, static_cast<int>(a.mode), a.x, a.y, w.attn_norm, w.wqkv, w.wo, w.mlp_norm, w.wgate,
+                         w.wup, w.wdown, m.hidden, m.Hq, m.Hkv, m.D, m.mlp, m.eps, m.theta, a.k_cache, a.v_cache,
+                         a.pos, a.B, a.S, a.L, a.kv_len, a.workspace, a.workspace_bytes);
+}
+using LayerKey = decltype(layer_key(LayerArgs{}, 0));
 
 }  // namespace kl::layer_detail
