@@ -12,7 +12,8 @@
 // Why: in 12 both consumers reach the epilogue of their shared tile together and the tensor cores
 //   idle through it; here the other consumer's mainloop covers it.
 // Limits: 128x128 tiles move 64 FLOP per byte of L2 -> smem fill (12: 85); a CTA with one tile
-//   leaves a consumer idle. Not measured yet; in no pick list. Code: pingpong_gemm.cuh.
+//   leaves a consumer idle. Picked for small prefill shapes only (gemm_bf16.cu). Code:
+//   pingpong_gemm.cuh.
 #include "common/pdl.cuh"
 #include "gemm_bf16/pingpong_gemm.cuh"
 
