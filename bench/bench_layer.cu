@@ -132,7 +132,10 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
       else use->launch(base, stream);
     };
     r.notes["validated_against"] = "gpu_fp32_reference (y)";
+    // The checked output is the third call's with these arguments: rung 01 replays its graph from
+    // the third repeat on, so what its timed launches run is what is validated.
     auto check_on = [&](int i) {
+      for (int k = 0; k < 2; ++k) launch(i);
       poison_out();
       single_launch_ms([&] { launch(i); }, stream);
       return compare_out();

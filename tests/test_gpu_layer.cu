@@ -312,6 +312,17 @@ TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
   }
 }
 
+// The entry point replays graphs for decode steps only (rung 01), prefill runs rung 00.
+TEST(LayerGpu, PickGraphForDecode) {
+  KL_REQUIRE_GPU();
+  const LayerDims m = layer_test::small_dims();
+  Problem dec(layer_test::decode(m, 4, 48), 1), pre(layer_test::prefill(m, 2, 32, 40), 1);
+  ASSERT_NE(layer_pick(dec.args(), device_info()), nullptr);
+  ASSERT_NE(layer_pick(pre.args(), device_info()), nullptr);
+  EXPECT_EQ(layer_pick(dec.args(), device_info())->number, 1);
+  EXPECT_EQ(layer_pick(pre.args(), device_info())->number, 0);
+}
+
 // A decode step captured in a CUDA graph: after a first eager call (the families' one-time set-up),
 // the captured step replays twice to the eager call's bits.
 TEST(LayerGpu, DecodeStepReplaysInAGraph) {

@@ -189,8 +189,12 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   return "";
 }
 
+// Decode: rung 01 (a decode step is tens of microseconds of kernels, and the graph removes the
+// gaps between them). Prefill: rung 00; its milliseconds of GEMMs measured slower replayed.
 const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
-  return best_supported(layer_rungs(), a, d);
+  if (a.mode == LayerMode::decode) return best_supported(layer_rungs(), a, d);
+  const Rung<LayerArgs>& r0 = layer_rungs().front();
+  return r0.supports(a, d).empty() ? &r0 : nullptr;
 }
 
 void layer(const LayerArgs& a, cudaStream_t stream) {
