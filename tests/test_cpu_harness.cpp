@@ -355,6 +355,18 @@ TEST(Compare, RelL2AndSampled) {
   EXPECT_EQ(e.n, 2u);
 }
 
+// A reference within the absolute tolerance of zero has no scale for the L2 gate: a denormal
+// flushed to 0 passes; the gate still holds wherever ref's RMS exceeds abs.
+TEST(Compare, RelL2NeedsAScale) {
+  const Tolerance tol{1e-5, 1e-4, 1e-5};
+  std::vector<double> tiny{3.89e-40};
+  std::vector<float> zero{0.f};
+  EXPECT_TRUE(compare(zero.data(), tiny.data(), 1, tol).ok);
+  std::vector<double> small(100, 2e-5);
+  std::vector<float> off(100, 2.5e-5f);  // each within abs 1e-5, rel_l2 0.25
+  EXPECT_FALSE(compare(off.data(), small.data(), 100, tol).ok);
+}
+
 TEST(Compare, EmptyNeverPasses) {
   Tolerance tol{1, 1, 1};
   EXPECT_FALSE(compare(static_cast<const float*>(nullptr), static_cast<const double*>(nullptr), 0, tol).ok);

@@ -190,7 +190,7 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
 }
 
 // Decode: rung 01 (a decode step is tens of microseconds of kernels, and the graph removes the
-// gaps between them). Prefill: rung 00; its milliseconds of GEMMs measured slower replayed.
+// gaps between them). Prefill: rung 00; its milliseconds of GEMMs gain nothing measurable replayed.
 const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
   if (a.mode == LayerMode::decode) return best_supported(layer_rungs(), a, d);
   const Rung<LayerArgs>& r0 = layer_rungs().front();
