@@ -88,9 +88,9 @@ const std::vector<Rung<LayerArgs>>& layer_rungs();
 // overlapping tensors): a refusal throws kl::BadArgument and launches nothing (a call that repeats
 // the previous call's arguments on the same thread and device reuses that call's pick unchecked:
 // the checks depend on the arguments alone). Never synchronizes.
-// A call that repeats the previous call's arguments captures the layer as a CUDA graph once (rung
-// 01: host work and the driver's memory for the graph, once per argument set); otherwise nothing is
-// allocated. A call can be captured in the caller's own CUDA graph (make one call first: the
+// A decode call that repeats the previous call's arguments captures the layer as a CUDA graph once
+// (rung 01: host work and the driver's memory for the graph, once per argument set); otherwise
+// nothing is allocated. A call can be captured in the caller's own CUDA graph (make one call first: the
 // families' one-time set-up).
 void layer(const LayerArgs& args, cudaStream_t stream);
 const Rung<LayerArgs>* layer_pick(const LayerArgs& args, const DeviceInfo& d);

@@ -23,7 +23,8 @@ struct Rung {
   const char* change;  // the one change from the parent rung, in a phrase
   // "" when this rung can run `args` on device `d`, otherwise why not (shape, alignment, arch).
   std::string (*supports)(const Args& args, const DeviceInfo& d);
-  // Launches on `stream`. Never synchronizes, never allocates: capturable in a CUDA graph.
+  // Launches on `stream`. Never synchronizes, never allocates (a rung that instantiates a CUDA graph
+  // once per argument set says so in its header): capturable in a CUDA graph.
   void (*launch)(const Args& args, cudaStream_t stream);
   // The rung whose code this one changes (the ladder is a tree); -1 for rung 0 and for rows that
   // are not ladder rungs.
