@@ -32,13 +32,11 @@ namespace {
 
 constexpr size_t kKept = 8;  // instantiated graphs kept (least recently used leaves first)
 
-using Key = LayerKey;
-
 struct Graphs {
   std::mutex mu;
-  std::optional<Key> last;                          // the previous call's arguments
-  std::list<std::pair<Key, cudaGraphExec_t>> kept;  // most recently used first
-  std::map<int, cudaStream_t> capture;              // the capture stream of each device
+  std::optional<LayerKey> last;                          // the previous call's arguments
+  std::list<std::pair<LayerKey, cudaGraphExec_t>> kept;  // most recently used first
+  std::map<int, cudaStream_t> capture;                   // the capture stream of each device
   std::atomic<long long> replays{0};
 };
 // Never destroyed: at process exit the driver may already be gone.
@@ -73,7 +71,7 @@ void layer_graph_launch(const LayerArgs& a, cudaStream_t s) {
   KL_CHECK(cudaStreamIsCapturing(s, &status));
   if (status != cudaStreamCaptureStatusNone) return layer_entry_points_launch(a, s);
   const DeviceInfo& d = device_info();
-  const Key k = layer_key(a, d.id);
+  const LayerKey k = layer_key(a, d.id);
   Graphs& g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
   for (auto it = g.kept.begin(); it != g.kept.end(); ++it)
