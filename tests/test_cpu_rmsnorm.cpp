@@ -121,8 +121,8 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   const DeviceInfo d = fake_h200();
   RmsnormArgs a{kP, kP, kP, 4096, 4096, 1e-6f, DType::bf16};
   for (const auto& r : rmsnorm_rungs()) EXPECT_EQ(r.supports(a, d), "") << r.name;
-  EXPECT_EQ(rmsnorm_pick(a, d)->number, 8);  // 08 (= 05 with plain loads) covers what 04-07 take
-  // Few rows: the persistent prefetch and bulk rungs refuse, the cluster rungs (05, 08) take them.
+  EXPECT_EQ(rmsnorm_pick(a, d)->number, 9);  // 09 (= 08 = 05 with plain loads, PDL) covers 04-07
+  // Few rows: the persistent prefetch and bulk rungs refuse, the cluster rungs (05, 08, 09) take them.
   RmsnormArgs few = a;
   few.rows = 64;
   EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(few, d), "");
@@ -130,7 +130,7 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   few.rows = 4 * 132 - 1;  // 06 would run (>= 2 x SMs groups): refuses, its domain stays in 07's
   EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(few, d), "");
   few.rows = 64;
-  EXPECT_EQ(rmsnorm_pick(few, d)->number, 8);
+  EXPECT_EQ(rmsnorm_pick(few, d)->number, 9);
   // Odd columns and misaligned pointers: the 128-bit two-pass rungs refuse, the rest run.
   RmsnormArgs odd = a;
   odd.cols = 4099;
@@ -142,7 +142,7 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
     EXPECT_EQ(find_rung(rmsnorm_rungs(), "row_in_registers")->supports(b, d), "");
     EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(b, d), "");
     EXPECT_NE(find_rung(rmsnorm_rungs(), "bulk_pipeline")->supports(b, d), "");
-    EXPECT_EQ(rmsnorm_pick(b, d)->number, 8);
+    EXPECT_EQ(rmsnorm_pick(b, d)->number, 9);
   }
   // Long rows: rung 04 refuses above 32768 columns, 05 takes up to 8 x 32768.
   RmsnormArgs lng = a;
@@ -177,10 +177,10 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   EXPECT_NE(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
   f.rows = 4096;
   EXPECT_EQ(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
-  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);  // fused 05 (= 03 with plain loads) covers fused 04
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 6);  // fused 06 (= 05 = 03 with plain loads, PDL) covers 04
   f.cols = 16384;  // three 128 KB (r, x) stages do not fit in 227 KB: fused 04 refuses
   EXPECT_NE(find_rung(add_rmsnorm_rungs(), "bulk_pipeline")->supports(f, d), "");
-  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 6);
   f.rows = 16;
   f.cols = 4096;
   f.r = nullptr;
@@ -188,7 +188,7 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   f.r = kP;
   f.cols = 16385;  // over 16 elements x 1024 threads: fused 02 refuses, 03 clusters it
   EXPECT_NE(find_rung(add_rmsnorm_rungs(), "row_in_registers")->supports(f, d), "");
-  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 5);
+  EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 6);
   f.cols = 131072 * 2;
   EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 1);
   // Fused register budget: 32 bf16 (packed) or 16 f32 elements per thread when aligned.
@@ -217,12 +217,12 @@ TEST(RmsnormEntry, BadArgumentsThrowBeforeAnyLaunch) {
 
 TEST(RmsnormTable, NumbersAndNames) {
   const auto& t = rmsnorm_rungs();
-  ASSERT_EQ(t.size(), 9u);
+  ASSERT_EQ(t.size(), 10u);
   for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].number, static_cast<int>(i));
   EXPECT_STREQ(t[0].name, "thread_per_row");
   EXPECT_STREQ(t[4].name, "row_in_registers");
   const auto& f = add_rmsnorm_rungs();
-  ASSERT_EQ(f.size(), 6u);
+  ASSERT_EQ(f.size(), 7u);
   for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(f[i].number, static_cast<int>(i));
 }
 

@@ -190,7 +190,7 @@ TEST(RopeCpu, ArgumentChecks) {
 TEST(RopeCpu, RungRefusalsWithoutAGpu) {
   const DeviceInfo d;  // the rungs' supports() do not depend on the device
   const auto& t = rope_rungs();
-  ASSERT_EQ(t.size(), 3u);
+  ASSERT_EQ(t.size(), 4u);
   const RopeArgs tok = valid_args(RopeLayout::tokens), att = valid_args(RopeLayout::attention);
   const RopeArgs tok_odd = valid_args(RopeLayout::tokens, 2), att_odd = valid_args(RopeLayout::attention, 2);
   EXPECT_EQ(t[0].supports(tok, d), "");
@@ -203,6 +203,7 @@ TEST(RopeCpu, RungRefusalsWithoutAGpu) {
   EXPECT_NE(t[2].supports(tok, d), "");
   EXPECT_EQ(t[2].supports(att, d), "");
   EXPECT_NE(t[2].supports(att_odd, d), "");
+  for (const RopeArgs& r : {tok, att, tok_odd, att_odd}) EXPECT_EQ(t[3].supports(r, d), t[2].supports(r, d));
 }
 
 TEST(RopeCpu, TableIsALadder) {

@@ -66,9 +66,9 @@ TEST(RopeGpu, EveryRungEveryShape) {
         SCOPED_TRACE(what);
         const std::string why = r.supports(a, d);
         if (!why.empty()) {
-          // Only the layout (rungs 01, 02) and the alignment (the vector rungs) are reasons to refuse.
+          // Only the layout (rungs 01, 02, 03) and the alignment (the vector rungs) are reasons to refuse.
           const bool layout = (r.number == 1 && sh.layout != RopeLayout::tokens) ||
-                              (r.number == 2 && sh.layout != RopeLayout::attention);
+                              (r.number >= 2 && sh.layout != RopeLayout::attention);
           EXPECT_TRUE(layout || (off == 1 && r.number >= 1)) << "refused: " << why;
           cov.refused(r.number, sh.str(), why);
           continue;
@@ -91,8 +91,9 @@ TEST(RopeGpu, EntryPointComputesEveryShapeAndAlignment) {
       const RopeArgs a = p.args();
       const Rung<RopeArgs>* picked = rope_pick(a, d);
       ASSERT_NE(picked, nullptr) << sh.str();
-      // Aligned: the vector rung of the layout; misaligned: rung 00.
-      EXPECT_EQ(picked->number, off ? 0 : (sh.layout == RopeLayout::tokens ? 1 : 2)) << sh.str();
+      // Aligned: the vector rung of the layout (attention: rung 02 launched programmatic-dependent,
+      // rung 03); misaligned: rung 00.
+      EXPECT_EQ(picked->number, off ? 0 : (sh.layout == RopeLayout::tokens ? 1 : 3)) << sh.str();
       rope(a, 0);
       EXPECT_TRUE(p.check("entry " + sh.str()));
     }

@@ -82,6 +82,7 @@ namespace rope_detail {
 KL_ROPE_RUNG(naive)
 KL_ROPE_RUNG(vec128)
 KL_ROPE_RUNG(kv_cache)
+KL_ROPE_RUNG(pdl)
 #undef KL_ROPE_RUNG
 }  // namespace rope_detail
 

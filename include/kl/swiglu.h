@@ -58,6 +58,7 @@ KL_SWIGLU_RUNG(unroll4)
 KL_SWIGLU_RUNG(stream_hints)
 KL_SWIGLU_RUNG(grid_stride)
 KL_SWIGLU_RUNG(one_shot_hints)
+KL_SWIGLU_RUNG(pdl)
 #undef KL_SWIGLU_RUNG
 }  // namespace swiglu_detail
 

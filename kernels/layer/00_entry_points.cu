@@ -6,8 +6,8 @@
 //   (gate, up), swiglu, gemm_bf16 (down), each through its entry point, with plain copy kernels
 //   where layouts differ (the cache rows [0, kv_len) to contiguous K/V when the attention cannot
 //   read them in place; the attention output from [B, Hq, S, D] to token order) and a residual-add
-//   kernel for y = r + down (no family fuses it). Every intermediate is a bf16 tensor in the
-//   workspace.
+//   kernel for y = r + down (no family fuses it), launched programmatic-dependent as the row-op
+//   families' top rungs are. Every intermediate is a bf16 tensor in the workspace.
 // Why: the reference point: each op at its family's best rung, nothing fused across ops.
 // Limits: 11 to 16 kernels in a row, and a memset of the attention's flag words; every
 //   intermediate makes a round trip through memory; the copies and the residual add move bytes no
@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/pdl.cuh"
 #include "kernels/layer/layer_internal.h"
 #include "kl/attention.h"
 #include "kl/check.h"
@@ -67,9 +68,12 @@ __global__ void __launch_bounds__(kThreads)
   reinterpret_cast<uint4*>(dst)[c] = *from;
 }
 
-// y = a + b elementwise (fp32 add, one rounding): one element per thread, any alignment.
+// y = a + b elementwise (fp32 add, one rounding): one element per thread, any alignment. Launched
+// programmatic-dependent on a created stream: resident while the down GEMM drains, it reads after.
 __global__ void __launch_bounds__(kThreads)
     layer_entry_points_residual_kernel(const bf16* a, const bf16* b, bf16* y, long long n) {
+  pdl_trigger();
+  pdl_wait();
   const long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) y[i] = __float2bfloat16_rn(__bfloat162float(a[i]) + __bfloat162float(b[i]));
 }
@@ -261,9 +265,9 @@ std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) {
   const long long n = T * m.hidden;
   bf16* y = a.y;
   steps.push_back({"residual", [p, y, n](cudaStream_t s) {
-                     layer_entry_points_residual_kernel<<<blocks_for(n), kThreads, 0, s>>>(
-                         static_cast<const bf16*>(p->norm2.r), p->down.C, y, n);
-                     KL_CHECK_LAUNCH();
+                     pdl_launch(layer_entry_points_residual_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s,
+                                pdl_stream(s), static_cast<const bf16*>(p->norm2.r),
+                                static_cast<const bf16*>(p->down.C), y, n);
                    }});
   return steps;
 }

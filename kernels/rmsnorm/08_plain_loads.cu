@@ -18,7 +18,7 @@ std::string rmsnorm_plain_loads_supports(const RmsnormArgs& a, const DeviceInfo&
   return rmsnorm_cluster_row_supports(a, d);
 }
 
-void rmsnorm_plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) {
+void rmsnorm_plain_loads_run(const RmsnormArgs& a, cudaStream_t s, bool pdl) {
   const int sms = device_info().sms;
   const int me = max_elems(a.dtype, false, vec_ok(a));
   const int C = pick_cluster(a.dtype, a.rows, a.cols, me, sms);
@@ -26,7 +26,10 @@ void rmsnorm_plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) {
   RowRegsParams p{a.x, a.w, a.y, nullptr, a.rows, a.cols, a.eps,
                   cfg.group, cfg.rows_per_block, cfg.cluster, cfg.slice};
   p.x_load = XLoad::plain;  // the one change
+  p.pdl = pdl;
   launch_row_regs(p, cfg, a.dtype, vec_ok(a), /*fused=*/false, s);
 }
+
+void rmsnorm_plain_loads_launch(const RmsnormArgs& a, cudaStream_t s) { rmsnorm_plain_loads_run(a, s, false); }
 
 }  // namespace kl::rmsnorm_detail

@@ -13,7 +13,7 @@ std::string add_rmsnorm_plain_loads_supports(const AddRmsnormArgs& a, const Devi
   return add_rmsnorm_cluster_row_supports(a, d);
 }
 
-void add_rmsnorm_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) {
+void add_rmsnorm_plain_loads_run(const AddRmsnormArgs& a, cudaStream_t s, bool pdl) {
   const int sms = device_info().sms;
   const int me = max_elems(a.dtype, true, vec_ok(a));
   const int C = pick_cluster(a.dtype, a.rows, a.cols, me, sms);
@@ -21,7 +21,10 @@ void add_rmsnorm_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) {
   RowRegsParams p{a.x, a.w, a.y, a.r, a.rows, a.cols, a.eps,
                   cfg.group, cfg.rows_per_block, cfg.cluster, cfg.slice};
   p.x_load = XLoad::plain;  // the one change
+  p.pdl = pdl;
   launch_row_regs(p, cfg, a.dtype, vec_ok(a), /*fused=*/true, s);
 }
+
+void add_rmsnorm_plain_loads_launch(const AddRmsnormArgs& a, cudaStream_t s) { add_rmsnorm_plain_loads_run(a, s, false); }
 
 }  // namespace kl::rmsnorm_detail

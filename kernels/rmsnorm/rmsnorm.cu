@@ -62,6 +62,9 @@ const std::vector<Rung<RmsnormArgs>>& rmsnorm_rungs() {
       {8, "plain_loads",
        "rung 05 with x read by plain ld.global instead of the read-only non-allocating path",
        rmsnorm_plain_loads_supports, rmsnorm_plain_loads_launch, /*parent=*/5},
+      {9, "pdl",
+       "rung 08 launched programmatic-dependent: each block releases the next grid, then waits for the last",
+       rmsnorm_pdl_supports, rmsnorm_pdl_launch, /*parent=*/8},
   };
   return t;
 }
@@ -84,6 +87,9 @@ const std::vector<Rung<AddRmsnormArgs>>& add_rmsnorm_rungs() {
       {5, "plain_loads",
        "fused 03 with x read by plain ld.global instead of the read-only non-allocating path",
        add_rmsnorm_plain_loads_supports, add_rmsnorm_plain_loads_launch, /*parent=*/3},
+      {6, "pdl",
+       "fused 05 launched programmatic-dependent: each block releases the next grid, then waits for the last",
+       add_rmsnorm_pdl_supports, add_rmsnorm_pdl_launch, /*parent=*/5},
   };
   return t;
 }

@@ -33,12 +33,14 @@ KL_RMSNORM_RUNG(cluster_row)
 KL_RMSNORM_RUNG(prefetch_next_row)
 KL_RMSNORM_RUNG(bulk_pipeline)
 KL_RMSNORM_RUNG(plain_loads)
+KL_RMSNORM_RUNG(pdl)
 KL_ADD_RMSNORM_RUNG(thread_per_row)
 KL_ADD_RMSNORM_RUNG(block_per_row)
 KL_ADD_RMSNORM_RUNG(row_in_registers)
 KL_ADD_RMSNORM_RUNG(cluster_row)
 KL_ADD_RMSNORM_RUNG(bulk_pipeline)
 KL_ADD_RMSNORM_RUNG(plain_loads)
+KL_ADD_RMSNORM_RUNG(pdl)
 #undef KL_RMSNORM_RUNG
 #undef KL_ADD_RMSNORM_RUNG
 
@@ -60,6 +62,7 @@ struct RowRegsParams {
   int cluster;         // C: blocks (one cluster) that split one row; 1 = no cluster
   int slice;           // columns per block slice, a multiple of the vector width; C * slice >= cols
   XLoad x_load = XLoad::read_only_no_allocate;  // (host side: picks the kernel's kXLoad)
+  bool pdl = false;  // programmatic-dependent launch (rung 09, fused 06): release, then wait
 };
 
 // The launch shape for a row of `cols` split over `cluster` blocks, each thread holding at most
@@ -80,6 +83,10 @@ constexpr int max_elems(DType t, bool fused, bool aligned) {
 }
 // Rung 05 / fused 03: the cluster size for the shape (1, 2, 4 or 8), 0 if the row is too long.
 int pick_cluster(DType t, int rows, int cols, int max_elems, int sms);
+
+// Rung 08 / fused 05's launch, programmatic-dependent when `pdl` (rung 09 / fused 06).
+void rmsnorm_plain_loads_run(const RmsnormArgs& a, cudaStream_t s, bool pdl);
+void add_rmsnorm_plain_loads_run(const AddRmsnormArgs& a, cudaStream_t s, bool pdl);
 
 // Launches the kernel of row_regs.cuh; cfg from row_regs_config, aligned = vec_ok(args).
 void launch_row_regs(const RowRegsParams& p, const RowRegsConfig& cfg, DType t, bool aligned,

@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 
 #include "common/dsmem.cuh"
+#include "common/pdl.cuh"
 #include "common/reduce.cuh"
 #include "common/vec.cuh"
 #include "rmsnorm_common.cuh"
@@ -66,6 +67,10 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
                 "elements per thread over the register budget");
   __shared__ float red[kMaxThreads / 32];  // one partial per warp (group_reduce_rt)
   __shared__ float cpart[kMaxThreads / 32];  // one partial per group, read by the cluster peers
+  if (p.pdl) {  // rung 09 / fused 06: the next grid may start now; this one reads after its producer
+    pdl_trigger();
+    pdl_wait();
+  }
 
   const int G = p.group, C = p.cluster;
   const int g = threadIdx.x / G, lane = threadIdx.x % G;
@@ -215,26 +220,9 @@ __global__ void __launch_bounds__(kMaxThreads) row_regs_kernel(RowRegsParams p) 
 
 template <DType D, int V, bool A, bool F, XLoad L>
 void launch_v(const RowRegsParams& p, const RowRegsConfig& cfg, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(cfg.blocks)), block(cfg.group * cfg.rows_per_block);
-  if (cfg.cluster == 1) {
-    row_regs_kernel<D, V, A, F, L><<<grid, block, 0, s>>>(p);
-    KL_CHECK_LAUNCH();
-  } else {
-    cudaLaunchConfig_t lc = {};
-    lc.gridDim = grid;
-    lc.blockDim = block;
-    lc.dynamicSmemBytes = 0;
-    lc.stream = s;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cfg.cluster;  // the C blocks of one row form one cluster
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    lc.attrs = attr;
-    lc.numAttrs = 1;
-    KL_CHECK(cudaLaunchKernelEx(&lc, row_regs_kernel<D, V, A, F, L>, p));
-    KL_CHECK_LAUNCH();
-  }
+  // The C blocks of one row form one cluster (no cluster attribute when C = 1).
+  pdl_launch_cluster(row_regs_kernel<D, V, A, F, L>, dim3(static_cast<unsigned>(cfg.blocks)),
+                     dim3(cfg.group * cfg.rows_per_block), 0, s, p.pdl, cfg.cluster > 1 ? cfg.cluster : 0, p);
 }
 
 // Instantiates only V <= the register budget of (D, F).

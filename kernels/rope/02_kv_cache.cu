@@ -9,13 +9,18 @@
 // Limits: needs 16-byte-aligned qkv, q_out, k_cache, v_cache; the angles are recomputed for every
 //   q and k head as in rung 01; a warp's stores go to as many separate rows as the heads it covers
 //   (4 for D = 128, 8 for D = 64), a whole row each.
+#include "common/pdl.cuh"
 #include "kernels/rope/rope_impl.cuh"
 
 namespace kl::rope_detail {
 namespace {
 
 template <class Index>
-__global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeParams p, Index n) {
+__global__ void __launch_bounds__(kThreads) rope_kv_cache_kernel(const RopeParams p, Index n, bool pdl) {
+  if (pdl) {  // rung 03: the next grid may start now; qkv and pos are read after their producer ends
+    pdl_trigger();
+    pdl_wait();
+  }
   const Index u = static_cast<Index>(blockIdx.x) * kThreads + threadIdx.x;
   if (u >= n) return;
   const PairBlock w = pair_block(u, p.Hq + 2 * p.Hkv, p.D);
@@ -39,18 +44,18 @@ std::string rope_kv_cache_supports(const RopeArgs& a, const DeviceInfo&) {
   return rope_vector_alignment(a);
 }
 
-void rope_kv_cache_launch(const RopeArgs& a, cudaStream_t s) {
+void rope_kv_cache_run(const RopeArgs& a, cudaStream_t s, bool pdl) {
   const long long T = rope_tokens(a);
   if (T == 0) return;
   const long long n = T * (a.Hq + 2LL * a.Hkv) * (a.D / 16);
-  const long long blocks = (n + kThreads - 1) / kThreads;
+  const dim3 grid(static_cast<unsigned>((n + kThreads - 1) / kThreads)), block(kThreads);
   if (n <= (1LL << 32) - kThreads)  // every thread index of the grid fits in 32 bits
-    rope_kv_cache_kernel<unsigned><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
-        rope_params(a), static_cast<unsigned>(n));
+    pdl_launch(rope_kv_cache_kernel<unsigned>, grid, block, 0, s, pdl, rope_params(a), static_cast<unsigned>(n), pdl);
   else
-    rope_kv_cache_kernel<unsigned long long><<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(
-        rope_params(a), static_cast<unsigned long long>(n));
-  KL_CHECK_LAUNCH();
+    pdl_launch(rope_kv_cache_kernel<unsigned long long>, grid, block, 0, s, pdl, rope_params(a),
+               static_cast<unsigned long long>(n), pdl);
 }
+
+void rope_kv_cache_launch(const RopeArgs& a, cudaStream_t s) { rope_kv_cache_run(a, s, false); }
 
 }  // namespace kl::rope_detail

@@ -18,6 +18,8 @@ const std::vector<Rung<RopeArgs>>& rope_rungs() {
        rope_vec128_launch, /*parent=*/0},
       {2, "kv_cache", "rung 01 writing q in [B, Hq, S, D] and K, V into the cache rows of their positions",
        rope_kv_cache_supports, rope_kv_cache_launch, /*parent=*/1},
+      {3, "pdl", "rung 02 launched programmatic-dependent: each block releases the next grid, then waits for the last",
+       rope_pdl_supports, rope_pdl_launch, /*parent=*/2},
   };
   return table;
 }

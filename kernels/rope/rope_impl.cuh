@@ -37,6 +37,9 @@ struct RopeParams {
 
 // The parameter block of `a` (the frequency table is cached per thread for the last (theta, D)).
 RopeParams rope_params(const RopeArgs& a);
+
+// Rung 02's launch, programmatic-dependent when `pdl` (rung 03).
+void rope_kv_cache_run(const RopeArgs& a, cudaStream_t s, bool pdl);
 // Tokens T = B * S.
 inline long long rope_tokens(const RopeArgs& a) { return static_cast<long long>(a.B) * a.S; }
 // "" when every tensor of `a`'s layout is 16-byte aligned (the vector rungs' condition).

@@ -20,6 +20,8 @@ const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
        swiglu_grid_stride_supports, swiglu_grid_stride_launch, /*parent=*/3},
       {5, "one_shot_hints", "rung 01 (one vector per thread, one-shot grid) with rung 03's hints",
        swiglu_one_shot_hints_supports, swiglu_one_shot_hints_launch, /*parent=*/1},
+      {6, "pdl", "rung 01 launched programmatic-dependent: each block releases the next grid, then waits for the last",
+       swiglu_pdl_supports, swiglu_pdl_launch, /*parent=*/1},
   };
   return table;
 }
@@ -35,10 +37,11 @@ std::string swiglu_check_args(const SwigluArgs& a) {
 
 // An explicit preference order from the H200 measurements (docs/swiglu.md), not "highest
 // number": rung 04 (persistent grid-stride) is slower than rung 01 on every DRAM shape, rungs
-// 02-03 slightly slower than 01, and rung 05 ties rung 01. Misaligned pointers: only rung 00
+// 02-03 slightly slower than 01, and rung 05 ties rung 01; rung 06 is rung 01 that lets the next
+// grid start while it runs (a gain between kernels, none alone). Misaligned pointers: only rung 00
 // supports them.
 const std::vector<int>& swiglu_pick_order() {
-  static const std::vector<int> order = {5, 1, 2, 3, 4, 0};
+  static const std::vector<int> order = {6, 5, 1, 2, 3, 4, 0};
   return order;
 }
 

@@ -18,6 +18,9 @@ namespace kl::swiglu_detail {
 
 constexpr int kThreads = 256;  // threads per block for every rung (8 warps; occupancy 8 blocks/SM)
 
+// Rung 01's launch, programmatic-dependent when `pdl` (rung 06).
+void swiglu_vec128_run(const SwigluArgs& a, cudaStream_t s, bool pdl);
+
 // silu(g) * u in fp32. __expf(-g) overflows to +inf below g ~ -88 and __fdividef then returns 0:
 // the correct limit (g * sigmoid(g) -> -0). Approximate exp/div are ~2 ulp: far inside tolerance.
 __device__ __forceinline__ float silu_mul(float g, float u) {
