@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "bench/gpu_sleep.cuh"
 #include "bench/harness.h"
 #include "common/parallel.h"
 #include <cuda_bf16.h>
@@ -118,14 +119,7 @@ __global__ void ramp_kernel(float* sink, int iters) {
 }
 // Holds the stream for `ns` nanoseconds of wall time (%globaltimer, so the hold does not depend on
 // the SM clock) while the host queues a chunk of timed launches behind it.
-__global__ void hold_kernel(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
+__global__ void hold_kernel(unsigned long long ns) { sleep_ns(ns); }
 constexpr int kChunk = 25;  // timed launches queued behind one hold
 // Holds stream s for 1.5x `host_ms` (the host's time to enqueue what follows) plus 0.2 ms, at most
 // 200 ms.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_sleep.cuh"
 #include "common/pdl.cuh"
 #include "kl/check.h"
 #include "kl/rmsnorm.h"
@@ -30,12 +31,7 @@ constexpr unsigned long long kSleepNs = 200000;  // the producer's delay before 
 
 __global__ void late_copy_kernel(const uint4* src, uint4* dst, long long n16) {
   pdl_trigger();  // the rung after this kernel may start now
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < kSleepNs);
+  bench::sleep_ns(kSleepNs);
   for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n16;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     dst[i] = src[i];
