@@ -351,6 +351,12 @@ def pct_roof(r, rf):
 
 
 # ------------------------------------------------------------------------------------------ format
+def fmt_mhz(r):
+    """A row's average SM clock while it was timed, in MHz, or a dash."""
+    c = r.get("clock_mhz") if r else None
+    return "%.0f" % c if isinstance(c, (int, float)) and c > 0 else "—"
+
+
 def fmt_ms(x):
     if x is None:
         return "—"
@@ -600,9 +606,6 @@ class Report:
                 if ref:
                     auto_cell += " (%s)" % fmt_ratio(ref["median_ms"] / auto["median_ms"])
 
-            def mhz(r):
-                c = r.get("clock_mhz") if r else None
-                return "%.0f" % c if isinstance(c, (int, float)) and c > 0 else "—"
             pct, _ = self.floor_pct(best)
             floors |= pct is not None
             body.append([
@@ -613,7 +616,7 @@ class Report:
                 "—" if pct is None else "%.0f%%" % pct,
                 "%s %s" % (tbest["impl"], rate(tbest)) if tbest else "—",
                 fmt_ratio(tbest["median_ms"] / best["median_ms"]) if tbest else "—",
-                "%s / %s" % (mhz(best), mhz(ref)),
+                "%s / %s" % (fmt_mhz(best), fmt_mhz(ref)),
             ])
         if not floors:  # no read floor measured: no column
             header.pop(7)
@@ -713,15 +716,18 @@ class Report:
                         flag = "behind"
                     body.append([fam, op, k[0], k[1] + (" (L2)" if k[2] else ""),
                                  (auto.get("notes") or {}).get("picked", "?"), fmt_ms(auto["median_ms"]),
-                                 lib["impl"], fmt_ms(lib["median_ms"]), "%.3f" % ratio, flag])
+                                 lib["impl"], fmt_ms(lib["median_ms"]), "%.3f" % ratio,
+                                 "%s / %s" % (fmt_mhz(auto), fmt_mhz(lib)), flag])
         if not body:
             return "No shape has both an entry-point row and a library row."
         head = ("The entry point (`auto`) is behind the fastest library row (cuBLAS, PyTorch eager, "
                 "`torch.compile`, SDPA flash / cuDNN) by more than 2%% on %d of %d shapes. Ratio: "
                 "library time / entry-point time (above 1 the entry point is faster); the PyTorch "
-                "rows come from another process of the same run." % (behind, n))
+                "rows come from another process of the same run. SM MHz: each row's average SM clock "
+                "while it was timed (a row far below the other ran on a throttled card)." % (behind, n))
         return head + "\n\n" + md_table(["family", "op", "dtype", "shape", "auto →", "auto ms",
-                                         "fastest library", "library ms", "ratio", ""], body)
+                                         "fastest library", "library ms", "ratio", "SM MHz auto / library",
+                                         ""], body)
 
     def rung_list(self, family, op):
         """One line per rung (and reference, PyTorch row) of an op: its name and its change, once."""
