@@ -126,6 +126,8 @@ def main():
           "entry point vs fastest library: ratio library / auto", str(e))
     check("behind the fastest library row" in md and "by more than 2% on 0 of 1 shapes" in md,
           "entry point vs fastest library: the count", md[md.find("## Entry point"):][:600])
+    check("SM MHz auto / library" in md and e is not None and any(" / " in c for c in e),
+          "entry point vs fastest library: each row's clock", str(e))
     check("wgmma_bf16" in md and "800.0 TFLOP/s" in md and "4000 GB/s" in md, "measured roofs table")
     check("4400 GB/s (read)" in md, "read_stream row in the roofs table", md[md.find("## Measured roofs"):][:2000])
     check("5.50 us a launch, 1.20 us back to back" in md, "launch_empty row in the roofs table",
