@@ -149,24 +149,30 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
   for (const auto* rung : rungs) run_one(rung, false);
   if (want_auto) run_one(nullptr, true);
 
-  // Where rung 00's time goes: its launch as steps (layer_entry_points_steps), each between two
-  // events inside the sequence, one row per step (op "<op>_step", variant = the step's index).
-  // The steps' inputs are the layer's own (rung 00 ran on them above, validated).
-  if (std::none_of(rungs.begin(), rungs.end(), [](const Rung<LayerArgs>* r) { return r->number == 0; })) return;
-  if (!layer_detail::layer_entry_points_supports(base, dev).empty()) return;
-  const std::vector<layer_detail::LayerStep> steps = layer_detail::layer_entry_points_steps(base);
-  std::vector<std::function<void()>> runs;
-  for (const auto& st : steps) runs.push_back([&st, stream] { st.run(stream); });
-  const std::vector<Timing> ts = time_steps(runs, o, stream);
-  for (size_t j = 0; j < steps.size(); ++j) {
-    Row r = problem_row("layer", op + "_step", "bf16", sh, 0, 0, l2res, 1, seed, kTol);
-    r.variant = static_cast<int>(j);
-    r.variant_name = steps[j].name;
-    r.change = "step " + std::to_string(j) + " of rung 00's launch, timed inside the sequence";
-    r.t = ts[j];
-    r.notes["of"] = "00 entry_points";
-    rep.emit(r);
-  }
+  // Where a rung's time goes: its launch as steps, each between two events inside the sequence, one
+  // row per step (op "<op>_step", variant = the step's index, notes "of" = the rung): rung 00's
+  // (layer_entry_points_steps) and, where it runs, rung 02's (layer_fused_gate_up_steps). The
+  // steps' inputs are the layer's own (the rungs ran on them above, validated).
+  auto breakdown = [&](int number, std::vector<layer_detail::LayerStep> (*steps_of)(const LayerArgs&)) {
+    const auto it = std::find_if(rungs.begin(), rungs.end(), [&](const Rung<LayerArgs>* r) { return r->number == number; });
+    if (it == rungs.end() || !(*it)->supports(base, dev).empty()) return;
+    const std::string of = (number < 10 ? "0" : "") + std::to_string(number) + " " + (*it)->name;
+    const std::vector<layer_detail::LayerStep> steps = steps_of(base);
+    std::vector<std::function<void()>> runs;
+    for (const auto& st : steps) runs.push_back([&st, stream] { st.run(stream); });
+    const std::vector<Timing> ts = time_steps(runs, o, stream);
+    for (size_t j = 0; j < steps.size(); ++j) {
+      Row r = problem_row("layer", op + "_step", "bf16", sh, 0, 0, l2res, 1, seed, kTol);
+      r.variant = static_cast<int>(j);
+      r.variant_name = steps[j].name;
+      r.change = "step " + std::to_string(j) + " of rung " + of + "'s launch, timed inside the sequence";
+      r.t = ts[j];
+      r.notes["of"] = of;
+      rep.emit(r);
+    }
+  };
+  breakdown(0, layer_detail::layer_entry_points_steps);
+  breakdown(2, layer_detail::layer_fused_gate_up_steps);
 }
 
 int run(int argc, char** argv) {

@@ -243,8 +243,10 @@ def load_rows(folder):
 
 
 def row_key(r):
+    """A row's identity; a launch breakdown's step rows also carry the rung they belong to."""
+    of = r.get("notes", {}).get("of", "") if r["op"].endswith("_step") else ""
     return (r["family"], r["op"], r["impl"], r["variant"], r["variant_name"], r["dtype"],
-            r["shape_str"], bool(r.get("l2_resident", False)))
+            r["shape_str"], bool(r.get("l2_resident", False)), of)
 
 
 def dedupe(rows):
@@ -846,48 +848,52 @@ class Report:
         return "\n".join(out)
 
     def steps_table(self, family, results_rel=None):
-        """Where a launch's time goes: the "<op>_step" rows of `family` (bench_layer times rung 00's
-        steps inside the sequence), one column per shape, each cell ms and share of the steps' sum;
-        the last rows the sum and the whole launch's own row (the rung the steps belong to). "" when
-        there are none."""
+        """Where a launch's time goes: the "<op>_step" rows of `family` (bench_layer times the steps of
+        rung 00 and of rung 02 inside the sequence), one column per shape and rung (notes "of"), each
+        cell ms and share of the steps' sum; the last rows the sum and the whole launch's own row (the
+        rung the column's steps belong to). "" when there are none."""
         rows = [r for r in self.steps if r["family"] == family and r.get("ok", True)]
         if not rows:
             return ""
-        cols = []  # (op, shape_str) in first-seen order
+        of_row = lambda r: r.get("notes", {}).get("of", "")
+        cols = []  # (op, shape_str, of) in first-seen order
         for r in rows:
-            k = (r["op"], r["shape_str"])
+            k = (r["op"], r["shape_str"], of_row(r))
             if k not in cols:
                 cols.append(k)
         names = []  # step names in order of their index, first seen
         for r in sorted(rows, key=lambda r: (r["variant"], r["_order"])):
             if r["variant_name"] not in names:
                 names.append(r["variant_name"])
-        cell = {(r["op"], r["shape_str"], r["variant_name"]): r for r in rows}
-        header = ["step"] + ["%s %s" % (op[:-len("_step")], short_shape(
-            next(r["shape"] for r in rows if r["shape_str"] == ss))) for op, ss in cols]
-        sums = {k: sum(r["median_ms"] for r in rows if (r["op"], r["shape_str"]) == k) for k in cols}
+        cell = {(r["op"], r["shape_str"], of_row(r), r["variant_name"]): r for r in rows}
+        many = len(set(k[2] for k in cols)) > 1
+        header = ["step"] + ["%s %s%s" % (op[:-len("_step")], short_shape(
+            next(r["shape"] for r in rows if r["shape_str"] == ss)), (" (%s)" % of.split(" ")[0]) if many and of else "")
+            for op, ss, of in cols]
+        sums = {k: sum(r["median_ms"] for r in rows if (r["op"], r["shape_str"], of_row(r)) == k) for k in cols}
         body = []
         for n in names:
             line = [n]
-            for op, ss in cols:
-                r = cell.get((op, ss, n))
+            for k in cols:
+                r = cell.get(k + (n,))
                 line.append("—" if r is None else "%s (%.0f%%)" % (fmt_ms(r["median_ms"]),
-                                                                  100.0 * r["median_ms"] / sums[(op, ss)]))
+                                                                  100.0 * r["median_ms"] / sums[k]))
             body.append(line)
         body.append(["steps' sum"] + [fmt_ms(sums[k]) for k in cols])
         whole = []
-        for op, ss in cols:
-            of = next((r.get("notes", {}).get("of", "") for r in rows if (r["op"], r["shape_str"]) == (op, ss)), "")
+        for op, ss, of in cols:
             num = of.split(" ")[0]
             launch = next((r for r in self.groups.get((family, op[:-len("_step")]), [])
                            if r["shape_str"] == ss and r["impl"] == "kl" and num.isdigit()
                            and r["variant"] == int(num) and r.get("ok", True)), None)
             whole.append(fmt_ms(launch["median_ms"]) if launch else "—")
-        of = rows[0].get("notes", {}).get("of", "the rung")
-        body.append(["whole launch (%s)" % of] + whole)
-        note = ("Each step's median ms between two events inside rung %s's launch sequence, and its share of "
-                "the steps' sum; the events keep a step from overlapping its neighbours, so the sum can "
-                "exceed the whole launch's own median (its row above)." % of)
+        ofs = sorted(set(k[2] for k in cols if k[2]))
+        label = " / ".join(ofs) if ofs else "the rung"
+        body.append(["whole launch (%s)" % (label if not many else "the column's rung")] + whole)
+        note = ("Each step's median ms between two events inside the launch sequence of rung %s, and its "
+                "share of the steps' sum; the events keep a step from overlapping its neighbours, so the sum "
+                "can exceed the whole launch's own median (its row above)." % (
+                    " or ".join(ofs) + " (the column says which)" if many else label))
         head = ("Generated by `scripts/report.py` from `%s/*.jsonl`; do not edit. %s\n\n" % (
             results_rel, self.context_line())) if results_rel else ""
         return head + md_table(header, body) + "\n\n" + note

@@ -5,10 +5,12 @@
 // the workspace size against the tensors and the families' own workspaces; refusals that launch
 // nothing; a decode step after a prefill reads what the prefill wrote (and
 // matches the last row of a prefill of all the tokens); a decode step captured in a CUDA graph
-// replays to the same bits.
+// replays to the same bits; rung 02's fused gate/up kernel against the unfused chain and a CPU
+// double computation, and its refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,6 +18,8 @@
 #include "kl/attention.h"
 #include "kl/gemm_bf16.h"
 #include "kl/layer.h"
+#include "kl/swiglu.h"
+#include "kernels/layer/layer_internal.h"
 #include "tests/gpu_test.h"
 #include "tests/layer_test_util.h"
 
@@ -99,6 +103,9 @@ std::vector<Shape> rung_shapes() {
           layer_test::decode(md, 16, 512)};
 }
 
+// Rung 02 takes at most 64 tokens (its fused kernel's activation box); every other refusal fails.
+bool refusal_expected(const Rung<LayerArgs>& r, const Shape& sh) { return r.number == 2 && sh.B * sh.S > 64; }
+
 // Runs rung `r` (or the entry point) on p and compares y and both caches with the reference.
 ::testing::AssertionResult matches_reference(Problem& p, const std::string& what) {
   p.run_reference();
@@ -123,6 +130,10 @@ TEST(LayerGpu, EveryRungMatchesReference) {
       const std::string what = "rung " + std::to_string(r.number) + " " + r.name + " " + sh.str();
       SCOPED_TRACE(what);
       const std::string why = r.supports(p.args(), d);
+      if (refusal_expected(r, sh)) {
+        EXPECT_NE(why.find("64"), std::string::npos) << "expected the token-count refusal, got '" << why << "'";
+        continue;
+      }
       if (!why.empty()) {
         cov.refused(r.number, sh.str(), why);
         ADD_FAILURE() << "refused: " << why;
@@ -249,17 +260,20 @@ TEST(LayerGpu, DecodeAfterPrefillReadsThePrefillRows) {
   EXPECT_GT(e.rel_l2, 5e-2) << "the decode step did not depend on the prefill's cache rows";
 }
 
-// Rung 01: the second call with the same arguments captures, the third and fourth replay the graph
-// (counted), each to the first eager call's bits; other arguments between them run eagerly and
-// are right; inside the caller's own capture the rung launches its steps.
+// The graph rungs (01, and 02 with its own steps): the second call with the same arguments
+// captures, the third and fourth replay the graph (counted), each to the first eager call's bits;
+// other arguments between them run eagerly and are right; inside the caller's own capture the rung
+// launches its steps.
 TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
   KL_REQUIRE_GPU();
-  const Rung<LayerArgs>& graph = layer_rungs().at(1);
-  ASSERT_EQ(std::string(graph.name), "graph");
+  ASSERT_EQ(std::string(layer_rungs().at(1).name), "graph");
+  ASSERT_EQ(std::string(layer_rungs().at(2).name), "fused_gate_up");
   const LayerDims m = layer_test::small_dims();
+  for (int rung : {1, 2})
   for (const Shape& sh : {layer_test::decode(m, 4, 48), layer_test::prefill(m, 2, 32, 40),
                           layer_test::decode(layer_test::medium_dims(), 16, 512)}) {
-    SCOPED_TRACE(sh.str());
+    const Rung<LayerArgs>& graph = layer_rungs().at(rung);
+    SCOPED_TRACE("rung " + std::to_string(rung) + " " + sh.str());
     Problem p(sh, 11);
     bench::Stream s;
     launch_checked(graph, p.args(), s);
@@ -312,14 +326,14 @@ TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
   }
 }
 
-// The entry point replays graphs for decode steps only (rung 01), prefill runs rung 00.
+// The entry point replays graphs for decode steps only (rung 02, the fused MLP), prefill runs rung 00.
 TEST(LayerGpu, PickGraphForDecode) {
   KL_REQUIRE_GPU();
   const LayerDims m = layer_test::small_dims();
   Problem dec(layer_test::decode(m, 4, 48), 1), pre(layer_test::prefill(m, 2, 32, 40), 1);
   ASSERT_NE(layer_pick(dec.args(), device_info()), nullptr);
   ASSERT_NE(layer_pick(pre.args(), device_info()), nullptr);
-  EXPECT_EQ(layer_pick(dec.args(), device_info())->number, 1);
+  EXPECT_EQ(layer_pick(dec.args(), device_info())->number, 2);
   EXPECT_EQ(layer_pick(pre.args(), device_info())->number, 0);
 }
 
@@ -355,6 +369,118 @@ TEST(LayerGpu, DecodeStepReplaysInAGraph) {
     EXPECT_TRUE(kl::test::check_close(download(p.y, p.n_x), widen(download(p.y_ref, p.n_x)),
                                       layer_test::layer_tolerance(), "graph replay vs reference"));
   }
+}
+
+// Rung 02's fused kernel: act = silu(A Wgate^T) * (A Wup^T) against the families' chain (two
+// GEMMs, SwiGLU) on the same inputs, over M in the activation boxes of 16, 32 and 64 rows, odd N
+// (a ragged last strip) and the Llama width (128-column strips, 224 W rows a stage); and against
+// a CPU double computation on small shapes. The chain rounds g and u to bf16 as the fused epilogue
+// does, so they differ only where the GEMMs' accumulation orders round g or u differently.
+TEST(LayerGpu, GateUpSwigluMatchesTheUnfusedChain) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  struct Case { int M, N, K; bool cpu; };
+  const Case cases[] = {{1, 264, 192, true},   {3, 520, 256, true},    {16, 1000, 512, true},
+                        {17, 2816, 1024, false}, {33, 2816, 1024, false}, {64, 4104, 4096, false},
+                        {1, 14336, 4096, false}, {16, 14336, 4096, false}};
+  const bench::Tolerance chain_tol{1.0 / 32, 1.0 / 64, 2e-3};
+  uint64_t seed = 900;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K));
+    const size_t nA = size_t(c.M) * c.K, nW = size_t(c.N) * c.K, nY = size_t(c.M) * c.N;
+    bench::DeviceBuffer A(2 * nA), Wg(2 * nW), Wu(2 * nW), g(2 * nY), u(2 * nY), want(2 * nY), got(2 * nY),
+        ws(std::max<size_t>(gemm_bf16_workspace_bytes(c.M, c.N, c.K, d), 256));
+    KL_CHECK(cudaMemset(ws.ptr, 0, ws.bytes));
+    // Inputs scaled so that g spans silu's curve: |g| up to a few units whatever K.
+    const float w = 2.0f / static_cast<float>(std::sqrt(double(c.K)));
+    bench::fill_uniform(A.ptr, nA, DType::bf16, ++seed, -1.f, 1.f);
+    bench::fill_uniform(Wg.ptr, nW, DType::bf16, ++seed, -w, w);
+    bench::fill_uniform(Wu.ptr, nW, DType::bf16, ++seed, -w, w);
+    auto gemm = [&](const bench::DeviceBuffer& W, bench::DeviceBuffer& C) {
+      GemmBf16Args a;
+      a.A = A.as<__nv_bfloat16>();
+      a.W = W.as<__nv_bfloat16>();
+      a.C = C.as<__nv_bfloat16>();
+      a.M = c.M;
+      a.N = c.N;
+      a.K = c.K;
+      a.workspace = ws.ptr;
+      a.workspace_bytes = ws.bytes;
+      gemm_bf16(a, nullptr);
+    };
+    gemm(Wg, g);
+    gemm(Wu, u);
+    SwigluArgs sw;
+    sw.g = g.ptr;
+    sw.u = u.ptr;
+    sw.y = want.ptr;
+    sw.rows = c.M;
+    sw.cols = c.N;
+    sw.dtype = DType::bf16;
+    swiglu(sw, nullptr);
+
+    layer_detail::GateUpArgs f;
+    f.A = A.as<__nv_bfloat16>();
+    f.w_gate = Wg.as<__nv_bfloat16>();
+    f.w_up = Wu.as<__nv_bfloat16>();
+    f.act = got.as<__nv_bfloat16>();
+    f.M = c.M;
+    f.N = c.N;
+    f.K = c.K;
+    ASSERT_EQ(layer_detail::gate_up_swiglu_supports(f, d), "");
+    bench::poison(got.ptr, got.bytes);
+    layer_detail::gate_up_swiglu_launch(f, nullptr);
+    KL_CHECK(cudaGetLastError());
+    KL_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> y = download(got, nY);
+    EXPECT_TRUE(kl::test::check_close(y, widen(download(want, nY)), chain_tol, "fused vs chain"));
+    if (!c.cpu) continue;
+    const std::vector<float> a = download(A, nA), wg = download(Wg, nW), wu = download(Wu, nW);
+    std::vector<double> ref(nY);
+    for (int i = 0; i < c.M; ++i)
+      for (int j = 0; j < c.N; ++j) {
+        double gv = 0, uv = 0;
+        for (int k = 0; k < c.K; ++k) {
+          gv += double(a[size_t(i) * c.K + k]) * wg[size_t(j) * c.K + k];
+          uv += double(a[size_t(i) * c.K + k]) * wu[size_t(j) * c.K + k];
+        }
+        ref[size_t(i) * c.N + j] = gv / (1.0 + std::exp(-gv)) * uv;
+      }
+    EXPECT_TRUE(kl::test::check_close(y, ref, chain_tol, "fused vs CPU double"));
+  }
+}
+
+// Refusals of the fused kernel (no launch), and rung 02's refusal of a prefill of more than 64 tokens.
+TEST(LayerGpu, GateUpSwigluRefusals) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  bench::DeviceBuffer buf(1 << 20);
+  const auto* p = buf.as<__nv_bfloat16>();
+  layer_detail::GateUpArgs ok;
+  ok.A = p;
+  ok.w_gate = p + 4096;
+  ok.w_up = p + 8192;
+  ok.act = buf.as<__nv_bfloat16>() + 12288;
+  ok.M = 4;
+  ok.N = 64;
+  ok.K = 64;
+  ASSERT_EQ(layer_detail::gate_up_swiglu_supports(ok, d), "");
+  struct Case { const char* what; layer_detail::GateUpArgs a; const char* says; };
+  auto with = [&](auto f) { layer_detail::GateUpArgs a = ok; f(a); return a; };
+  const Case cases[] = {
+      {"M = 0", with([](auto& a) { a.M = 0; }), "M <= 64"},
+      {"M = 65", with([](auto& a) { a.M = 65; }), "M <= 64"},
+      {"null up", with([](auto& a) { a.w_up = nullptr; }), "null"},
+      {"null act", with([](auto& a) { a.act = nullptr; }), "null"},
+      {"up misaligned", with([&](auto& a) { a.w_up = p + 8193; }), "16-byte"},
+      {"gate misaligned", with([&](auto& a) { a.w_gate = p + 4097; }), "16-byte"},
+      {"K % 8", with([](auto& a) { a.K = 60; }), "multiples of 8"},
+  };
+  for (const Case& c : cases)
+    EXPECT_NE(layer_detail::gate_up_swiglu_supports(c.a, d).find(c.says), std::string::npos) << c.what;
+  Problem pre(layer_test::prefill(layer_test::small_dims(), 2, 33, 40), 3);
+  EXPECT_NE(layer_rungs().at(2).supports(pre.args(), d).find("gate_up_swiglu"), std::string::npos);
+  EXPECT_EQ(layer_rungs().at(1).supports(pre.args(), d), "");
 }
 
 }  // namespace

@@ -351,6 +351,18 @@ def main():
           and table_row(st, "whole launch (00 entry_points)", "3.000"),
           "steps table: each step's ms and share, the sum and the whole launch's row", st)
     check(rep.steps_table("rmsnorm") == "", "no step rows: no steps table")
+    # Two rungs' steps on one shape: a column each, named by its rung, each with its own launch row.
+    lrows2 = lrows + [lrow("prefill", 2, "fused_gate_up", 1.4),
+                      lrow("prefill_step", 0, "rmsnorm", 0.4, {"of": "02 fused_gate_up"}),
+                      lrow("prefill_step", 1, "gate_up_swiglu", 1.2, {"of": "02 fused_gate_up"})]
+    for i, r in enumerate(lrows2):
+        r["_order"] = i
+    st2 = report.Report(out, lrows2, {}).steps_table("layer")
+    head2 = st2.splitlines()[0]
+    check("(00)" in head2 and "(02)" in head2 and table_row(st2, "gate_up_swiglu", "—", "1.200 (75%)")
+          and table_row(st2, "whole launch (the column's rung)", "3.000", "1.400")
+          and table_row(st2, "steps' sum", "3.000", "1.600"),
+          "steps table: one column per rung, each with its own sum and launch row", st2)
 
     # ---- h2h.py: the round bookkeeping and the table, on synthetic rows; the plan and refusals
     import h2h

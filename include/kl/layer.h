@@ -89,7 +89,7 @@ const std::vector<Rung<LayerArgs>>& layer_rungs();
 // the previous call's arguments on the same thread and device reuses that call's pick unchecked:
 // the checks depend on the arguments alone). Never synchronizes.
 // A decode call that repeats the previous call's arguments captures the layer as a CUDA graph once
-// (rung 01: host work and the driver's memory for the graph, once per argument set); otherwise
+// (rungs 01 and 02: host work and the driver's memory for the graph, once per argument set); otherwise
 // nothing is allocated. A call can be captured in the caller's own CUDA graph (make one call first: the
 // families' one-time set-up).
 void layer(const LayerArgs& args, cudaStream_t stream);
@@ -118,9 +118,11 @@ namespace layer_detail {
   void layer_##name##_launch(const LayerArgs& a, cudaStream_t s);
 KL_LAYER_RUNG(entry_points)
 KL_LAYER_RUNG(graph)
+KL_LAYER_RUNG(fused_gate_up)
 #undef KL_LAYER_RUNG
 
-// How many calls of rung 01 (graph) were a replay of a captured graph, in this process.
+// How many calls of a graph rung (01 graph, 02 fused_gate_up) were a replay of a captured graph,
+// in this process.
 long long layer_graph_replays();
 
 // One step of a layer launch: a name ("gemm qkv", "attention", ...) and its launches on a stream.
@@ -132,6 +134,8 @@ struct LayerStep {
 // them one by one inside the sequence for the layer's per-step breakdown. Arguments as for the
 // launch (checked by the caller).
 std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a);
+// Rung 02's launch as its steps (rung 00's with gate, up and SwiGLU as one kernel).
+std::vector<LayerStep> layer_fused_gate_up_steps(const LayerArgs& a);
 }  // namespace layer_detail
 
 }  // namespace kl

@@ -25,12 +25,7 @@ namespace {
 // (N > 132 x 128), the ring for as many CTAs per SM as really fit. Two W boxes go out before the
 // PDL wait (rung 11's choice at M > 16).
 WholeKConfig plan(int M, int N, int bn, int cl, bool splitm) {
-  auto make = [&](int cps) { return make_cfg(M, N, bn, cl, cps, 2, splitm); };
-  for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const WholeKConfig c = make(cps);
-    if (c.grid * c.mtiles <= resident<KernelSet::kDecode>(c)) return c;
-  }
-  return waves_cfg<KernelSet::kDecode>(make, MAX_CPS);
+  return one_wave_cfg<KernelSet::kDecode>([&](int cps) { return make_cfg(M, N, bn, cl, cps, 2, splitm); });
 }
 
 // The strip width the rung runs: the narrowest multiple of 8 (from 32) whose strips fit one per SM

@@ -37,14 +37,9 @@ WholeKConfig cfg_16(int M, int N, int bn, int cps, bool pairs) {
 }
 WholeKConfig plan_16(int M, int N, bool pairs) {
   const int bn = strip_of_16(M, N);
-  auto make = [&](int cps) { return cfg_16(M, N, bn, cps, pairs); };
-  for (int cps = 1; cps <= MAX_CPS; ++cps) {
-    const WholeKConfig c = make(cps);
-    if (c.grid * c.mtiles <= resident<KernelSet::kSmallTiles>(c)) return c;
-  }
   // More tiles than one wave holds: the ring for as many CTAs per SM as really fit (128-row
   // strips: one, 146 registers).
-  return waves_cfg<KernelSet::kSmallTiles>(make, MAX_CPS);
+  return one_wave_cfg<KernelSet::kSmallTiles>([&](int cps) { return cfg_16(M, N, bn, cps, pairs); });
 }
 WholeKConfig choose_16(int M, int N, bool pairs = false) {
   static PlanCache<std::tuple<int, int, int, bool>, WholeKConfig> cache;

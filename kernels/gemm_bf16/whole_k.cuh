@@ -4,13 +4,15 @@
 // warpgroups on alternate k-blocks summed in a fixed order, programmatic dependent launch. Rung 15
 // (15_decode_no_split.cu) launches one tile row (M <= 64); rung 16 (16_small_tiles.cu) launches a
 // second grid dimension over 64-row tiles of M. The design is in 15_decode_no_split.cu's header
-// and docs/gemm_bf16.md. Host code and
+// and docs/gemm_bf16.md. The decoder layer's rung 02 (kernels/layer/gate_up_swiglu.cu) runs the
+// same kernel over two weights with SwiGLU in the epilogue (GateUpSwiglu). Host code and
 // kernels live in an unnamed namespace: each including file instantiates what its dispatch names.
 #pragma once
 #include <algorithm>
 #include <tuple>
 
 #include "common/pdl.cuh"
+#include "common/silu.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
@@ -43,11 +45,12 @@ constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 //            force others);
 //   kCluster CTAs of a cluster (1: no cluster);
 //   kLanes   producer lanes;
-//   kSplitM  the CTAs of a cluster share one strip and split M (SplitMPair).
+//   kSplitM  the CTAs of a cluster share one strip and split M (SplitMPair);
+//   kGateUp  the W rows are two weights' strips and the epilogue writes SwiGLU (GateUpSwiglu).
 template <int kActRows, int kWRows>
 struct WholeKTile {
   static constexpr int kMP = kActRows, kBN = kWRows, kCluster = 1, kLanes = NL;
-  static constexpr bool kSplitM = false;
+  static constexpr bool kSplitM = false, kGateUp = false;
 };
 // Clusters of kCtas neighbouring strips, each CTA loading kMP / kCtas rows of every activation box
 // and multicasting them to all.
@@ -68,16 +71,29 @@ struct SplitMPair : Tile {
   static constexpr int kCluster = 2;
   static constexpr bool kSplitM = true;
 };
+// (The decoder layer's MLP.) The kBN W rows of a stage are two boxes of kBN / 2 rows, the same
+// output columns of two weights (gate, then up) from two tensor maps. Warpgroup 0 multiplies the
+// gate box and warpgroup 1 the up box of every stage (instead of alternate k-blocks of one strip:
+// one accumulator of kBN / 2 columns each, within the registers of 288 threads), and the epilogue
+// writes silu(gate) * up: kBN / 2 output columns per CTA.
+template <class Tile>
+struct GateUpSwiglu : Tile {
+  static constexpr bool kGateUp = true;
+};
 
 template <class Config>
 __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
     whole_k_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-                        __nv_bfloat16* __restrict__ C, int M, int N, int K, int stages, int wpre) {
+                        const __grid_constant__ CUtensorMap tmW2, __nv_bfloat16* __restrict__ C, int M, int N,
+                        int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int MP = Config::kMP, BN = Config::kBN, CL = Config::kCluster, LANES = Config::kLanes;
-  constexpr bool SPLITM = Config::kSplitM;
+  constexpr bool SPLITM = Config::kSplitM, GATEUP = Config::kGateUp;
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
-  static_assert(BN % 8 == 0 && BN >= 32 && BN <= 128, "W rows per CTA");
+  static_assert(BN % 8 == 0 && BN >= 32 && BN <= (GATEUP ? 256 : 128), "W rows per CTA");
+  static_assert(!GATEUP || (CL == 1 && (BN / 2) % 8 == 0), "gate/up: no cluster, two whole-atom boxes");
+  constexpr int NC = GATEUP ? BN / 2 : BN;     // output columns per CTA, and per warpgroup's wgmma
+  constexpr int KSTEP = GATEUP ? 1 : 2;        // k-blocks per warpgroup step: every one, or alternate
   constexpr bool MC = CL > 1;                  // a cluster: empty barriers freed by every CTA
   constexpr bool AMC = MC && !SPLITM;          // activation box multicast (neighbouring strips)
   constexpr int MH = AMC ? MP / CL : MP;       // activation rows this CTA loads
@@ -94,7 +110,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int rank = MC ? static_cast<int>(cluster_ctarank()) : 0;
   // This CTA's first output column (>= N: a spare of a cluster) and first activation row.
-  const int n0 = (SPLITM ? blockIdx.x / CL : blockIdx.x) * BN;
+  const int n0 = (SPLITM ? blockIdx.x / CL : blockIdx.x) * NC;
   // Rung 16: blockIdx.y is a tile of MP = 64 activation rows, or of a pair of them (rung 15
   // launches one: m0 = 0 or rank * MP).
   const int m0 = (SPLITM ? blockIdx.y * CL + rank : blockIdx.y) * MP;
@@ -106,7 +122,9 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
-    mbar_ring_init(full, empty, stages, 4 * CL);  // one consumer warpgroup of each CTA frees a slot
+    if constexpr (GATEUP) tma_prefetch_desc(&tmW2);
+    // One consumer warpgroup of each CTA frees a slot (both, with GATEUP: each reads its own box).
+    mbar_ring_init(full, empty, stages, (GATEUP ? 8 : 4) * CL);
   }
   if constexpr (MC) cluster_sync();  // every CTA's barriers initialised before any multicast
   else __syncthreads();
@@ -141,6 +159,7 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
         uint8_t* dst = ring + s * STAGE + MP * 128 + (SPLITM ? rank * WH * 128 : 0);
         if constexpr (SPLITM) tma_load_2d_multicast(dst, &tmW, &full[s], kb * kBK, wrow, everyone);
         else tma_load_2d(dst, &tmW, &full[s], kb * kBK, wrow);
+        if constexpr (GATEUP) tma_load_2d(dst + NC * 128, &tmW2, &full[s], kb * kBK, wrow);
       };
       auto load_a = [&](int kb, int s) {
         if constexpr (AMC) {
@@ -170,8 +189,8 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
     }
     __syncwarp();
   } else {
-    // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator; slots
-    // and phases advance by addition.
+    // ---- consumers: warpgroup q takes k-blocks q, q + 2, ... into its own accumulator (GATEUP:
+    // every k-block, warpgroup q the q-th box); slots and phases advance by addition.
     const int q = warp / 4, t128 = tid % 128;
     // A slot is free once this CTA's consumers (and, with multicast, every peer's) released it.
     // Known gap (test variants only): with activation multicast and parts <
@@ -187,47 +206,53 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
         mbar_arrive(bar);
       }
     };
-    float acc[BN / 2];
+    float acc[NC / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-    int s = q, prev = -1;  // prev: the slot of this warpgroup's previous k-block, released one late
+    for (int i = 0; i < NC / 2; ++i) acc[i] = 0.f;
+    const int first = GATEUP ? 0 : q;
+    int s = first, prev = -1;  // prev: the slot of this warpgroup's previous k-block, released one late
     uint32_t ph = 0;
-    for (int kb = q; kb < num_k; kb += 2) {
+    for (int kb = first; kb < num_k; kb += KSTEP) {
       mbar_wait(&full[s], ph);
       uint8_t* st = ring + s * STAGE;
       const uint64_t da = make_smem_desc_sw128(st);
-      const uint64_t db = make_smem_desc_sw128(st + MP * 128);
+      const uint64_t db = make_smem_desc_sw128(st + MP * 128 + (GATEUP ? q * NC * 128 : 0));
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64nk16<BN>(acc, da + 2 * kk, db + 2 * kk);
+      for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64nk16<NC>(acc, da + 2 * kk, db + 2 * kk);
       wgmma_commit();
       wgmma_wait<1>();  // the group of `prev` has finished reading its slot
       if (prev >= 0 && lane == 0) release(&empty[prev]);
       prev = s;
-      s += 2;
+      s += KSTEP;
       if (s >= stages) s -= stages, ph ^= 1;
     }
     wgmma_wait<0>();
     if (prev >= 0 && lane == 0) release(&empty[prev]);
-    // Every full barrier has been waited on by one of the two warpgroups (all TMA writes into
+    // Every full barrier has been waited on by a warpgroup (all TMA writes into
     // this CTA landed) and every wgmma read is complete: the ring is free for the partial.
     named_barrier_sync(1, CWARPS * 32);
-    float* part = reinterpret_cast<float*>(ring) + t128 * (BN / 2);  // thread-private BN * 2 bytes
+    float* part = reinterpret_cast<float*>(ring) + t128 * (NC / 2);  // thread-private NC * 2 bytes
     if (q == 1) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; i += 4)
+      for (int i = 0; i < NC / 2; i += 4)
         *reinterpret_cast<float4*>(part + i) = make_float4(acc[i], acc[i + 1], acc[i + 2], acc[i + 3]);
     }
     named_barrier_sync(1, CWARPS * 32);
     if (q == 0) {
-      // Same accumulator layout in both warpgroups: thread t128 adds what thread t128 parked.
+      // Same accumulator layout in both warpgroups: thread t128 combines what thread t128 parked,
+      // the sum of the two halves of K, or (GATEUP) silu(gate) * up, both rounded to bf16 first as
+      // the layer's g and u tensors are.
 #pragma unroll
-      for (int i = 0; i < BN / 2; i += 4) {
+      for (int i = 0; i < NC / 2; i += 4) {
         const float4 v = *reinterpret_cast<const float4*>(part + i);
-        acc[i] += v.x, acc[i + 1] += v.y, acc[i + 2] += v.z, acc[i + 3] += v.w;
+        const float w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc[i + e] = GATEUP ? silu_mul(bf16_round(acc[i + e]), bf16_round(w[e])) : acc[i + e] + w[e];
       }
       // Rows >= M (and, split over M, rows past this CTA's MP), columns >= N skipped.
-      store_acc_bounded<BN>(acc, C, min(M, m0 + MP), N, m0, n0, t128);
+      store_acc_bounded<NC>(acc, C, min(M, m0 + MP), N, m0, n0, t128);
     }
   }
   if constexpr (MC) cluster_sync();  // peers may still arrive on our empty barriers
@@ -236,14 +261,16 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
 
 // Which instantiations a dispatch holds (each including file instantiates what its dispatch names):
 // kDecode (rung 15) every configuration its plan and tests name: MP = 16, 32, 64, clusters, one
-// producer lane; kSmallTiles (rung 16) MP = 64 with four lanes only, alone or in split-M pairs.
-enum class KernelSet { kDecode, kSmallTiles };
+// producer lane; kSmallTiles (rung 16) MP = 64 with four lanes only, alone or in split-M pairs;
+// kGateUp (the layer's MLP) GateUpSwiglu, MP = 16, 32, 64, strips of 32, 48, ..., 128 columns.
+enum class KernelSet { kDecode, kSmallTiles, kGateUp };
 
 // A launch configuration (the plans of rungs 15 and 16 fill it; the tests force other values).
 struct WholeKConfig {
   int mp = 64, bn = 32, cl = 1, lanes = NL, cps = 1, stages = 4, wpre = 2, grid = 1;
   int mtiles = 1;  // grid.y: 64-row tiles of M (rung 16; 1 in rung 15)
   bool splitm = false;
+  bool gate_up = false;  // bn W rows = bn / 2 columns of two weights (GateUpSwiglu)
   size_t smem = 0;
 };
 
@@ -304,23 +331,43 @@ void with_bn(const WholeKConfig& c, F&& f) {
   }
   throw BadArgument("whole-K kernel: no cluster kernel for BN=" + std::to_string(c.bn));
 }
+// KernelSet::kGateUp: W rows (two strips) 64, 96, ..., 256.
+template <int MP, int BN, class F>
+void with_gate_up(const WholeKConfig& c, F&& f) {
+  if constexpr (BN <= 256) {
+    if (c.bn == BN) return f(GateUpSwiglu<WholeKTile<MP, BN>>{});
+    return with_gate_up<MP, BN + 32>(c, f);
+  }
+  throw BadArgument("gate/up kernel: no kernel for " + std::to_string(c.bn) + " W rows");
+}
 template <KernelSet SET, class F>
 void with_kernel(const WholeKConfig& c, F&& f) {
-  if constexpr (SET == KernelSet::kDecode) {
-    if (c.mp == 16) return with_bn<16, SET>(c, f);
-    if (c.mp == 32) return with_bn<32, SET>(c, f);
+  if constexpr (SET == KernelSet::kGateUp) {
+    KL_REQUIRE(c.gate_up && c.cl == 1 && c.lanes == NL && !c.splitm, "gate/up kernel: one CTA, four lanes");
+    if (c.mp == 16) return with_gate_up<16, 64>(c, f);
+    if (c.mp == 32) return with_gate_up<32, 64>(c, f);
+    return with_gate_up<64, 64>(c, f);
+  } else {
+    KL_REQUIRE(!c.gate_up, "whole-K kernel: a gate/up configuration outside the gate/up dispatch");
+    if constexpr (SET == KernelSet::kDecode) {
+      if (c.mp == 16) return with_bn<16, SET>(c, f);
+      if (c.mp == 32) return with_bn<32, SET>(c, f);
+    }
+    KL_REQUIRE(c.mp == 64, "rung 16: 64-row tiles only");
+    return with_bn<64, SET>(c, f);
   }
-  KL_REQUIRE(c.mp == 64, "rung 16: 64-row tiles only");
-  return with_bn<64, SET>(c, f);
 }
 
 // The ring for `cps` CTAs per SM: 228 KB of shared memory per SM, 1 KB reserved per CTA, the
 // 1024-byte alignment pad, the head and the slack; at most MAX_STAGES stages.
-inline WholeKConfig make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = false) {
+// `bn` is W rows per CTA (gate_up: bn / 2 output columns of each weight).
+inline WholeKConfig make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bool splitm = false,
+                             bool gate_up = false) {
   WholeKConfig c;
   c.mp = M <= 16 ? 16 : M <= 32 ? 32 : 64;
   if (cl == 4) c.mp = std::max(c.mp, 32);  // 4 parts of at least 8 rows (a swizzle atom)
   c.splitm = splitm;
+  c.gate_up = gate_up;
   if (splitm) c.mp = std::min(c.mp, 32), cl = 2;  // each CTA of the pair: up to 32 rows
   c.bn = bn;
   c.cl = cl;
@@ -337,7 +384,7 @@ inline WholeKConfig make_cfg(int M, int N, int bn, int cl, int cps, int wpre, bo
   // the 4th loads.
   c.stages = std::clamp((per_cta - fixed) / stage_bytes(c.mp, c.bn) / 2 * 2, 4, MAX_STAGES);
   c.smem = size_t(fixed) + size_t(c.stages) * stage_bytes(c.mp, c.bn);
-  const int strips = ceil_div(N, c.bn);
+  const int strips = ceil_div(N, gate_up ? c.bn / 2 : c.bn);
   c.grid = splitm ? 2 * strips : c.cl * ceil_div(strips, c.cl);
   return c;
 }
@@ -378,22 +425,35 @@ WholeKConfig waves_cfg(Make make, int cps_max) {
   return make(1);
 }
 
+// The deepest ring (fewest CTAs per SM) with which the whole grid is resident at once; past one
+// wave, waves_cfg's ring.
+template <KernelSet SET, class Make>
+WholeKConfig one_wave_cfg(Make make) {
+  for (int cps = 1; cps <= MAX_CPS; ++cps) {
+    const WholeKConfig c = make(cps);
+    if (c.grid * c.mtiles <= resident<SET>(c)) return c;
+  }
+  return waves_cfg<SET>(make, MAX_CPS);
+}
+
 // Launches configuration `cf` (tensor maps built per launch: a pointer change never meets a stale
-// map).
+// map). `w2`: the second weight of a gate/up configuration (a.W is the first).
 template <KernelSet SET>
-void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s) {
+void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s, const __nv_bfloat16* w2 = nullptr) {
   KL_REQUIRE(cf.stages % 2 == 0 && cf.stages >= 4, "whole-K kernel: ring depth " << cf.stages << " (even, >= 4)");
   with_kernel<SET>(cf, [&](auto k) {
     using Kn = decltype(k);
     // Box rows: the activation part / W part one CTA loads.
     constexpr int a_rows = Kn::kSplitM ? Kn::kMP : Kn::kMP / Kn::kCluster;
-    constexpr int w_rows = Kn::kSplitM ? Kn::kBN / 2 : Kn::kBN;
+    constexpr int w_rows = Kn::kSplitM || Kn::kGateUp ? Kn::kBN / 2 : Kn::kBN;
     const CUtensorMap tA = map_operand(a.A, a.M, a.K, a_rows);
     const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
+    KL_REQUIRE(Kn::kGateUp == (w2 != nullptr), "whole-K kernel: a second weight exactly for gate/up");
+    const CUtensorMap tW2 = Kn::kGateUp ? map_operand(w2, a.N, a.K, w_rows) : tW;
     opt_in_smem(kernel_fn<Kn>(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
     pdl_launch_cluster(whole_k_gemm_kernel<Kn>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem, s,
-                       pdl_stream(s), Kn::kCluster > 1 ? Kn::kCluster : 0, tA, tW, a.C, a.M, a.N, a.K,
+                       pdl_stream(s), Kn::kCluster > 1 ? Kn::kCluster : 0, tA, tW, tW2, a.C, a.M, a.N, a.K,
                        cf.stages, cf.wpre);
   });
 }

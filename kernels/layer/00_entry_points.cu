@@ -92,6 +92,7 @@ struct Plan {
   AttentionArgs att;
   AddRmsnormArgs norm2;
   SwigluArgs act;
+  GateUpArgs gate_up;  // gate, up and act as one kernel (rung 02's MLP)
 };
 
 GemmBf16Args gemm_args(const bf16* A, const bf16* W, bf16* C, long long M, int N, int K, char* ws,
@@ -180,6 +181,13 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.act.rows = static_cast<int>(T);
   p.act.cols = m.mlp;
   p.act.dtype = DType::bf16;
+  p.gate_up.A = at(p.lay.h2);
+  p.gate_up.w_gate = a.w.wgate;
+  p.gate_up.w_up = a.w.wup;
+  p.gate_up.act = at(p.lay.act);
+  p.gate_up.M = static_cast<int>(T);
+  p.gate_up.N = m.mlp;
+  p.gate_up.K = m.hidden;
   p.down = gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, gemm_ws);
   return p;
 }
@@ -215,7 +223,11 @@ std::string layer_entry_points_supports(const LayerArgs& a, const DeviceInfo& d)
   return "";
 }
 
-std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) {
+std::string layer_gate_up_supports(const LayerArgs& a, const DeviceInfo& d) {
+  return gate_up_swiglu_supports(make_plan(a, d).gate_up, d);
+}
+
+std::vector<LayerStep> layer_steps(const LayerArgs& a, MlpSteps mlp) {
   const auto p = std::make_shared<const Plan>(make_plan(a, device_info()));
   const LayerDims m = a.dims;
   const long long T = layer_tokens(a);
@@ -258,9 +270,13 @@ std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) {
   }
   steps.push_back({"gemm o", [p](cudaStream_t s) { gemm_bf16(p->oproj, s); }});
   steps.push_back({"add_rmsnorm", [p](cudaStream_t s) { add_rmsnorm(p->norm2, s); }});
-  steps.push_back({"gemm gate", [p](cudaStream_t s) { gemm_bf16(p->gate, s); }});
-  steps.push_back({"gemm up", [p](cudaStream_t s) { gemm_bf16(p->up, s); }});
-  steps.push_back({"swiglu", [p](cudaStream_t s) { swiglu(p->act, s); }});
+  if (mlp == MlpSteps::fused_gate_up) {
+    steps.push_back({"gate_up_swiglu", [p](cudaStream_t s) { gate_up_swiglu_launch(p->gate_up, s); }});
+  } else {
+    steps.push_back({"gemm gate", [p](cudaStream_t s) { gemm_bf16(p->gate, s); }});
+    steps.push_back({"gemm up", [p](cudaStream_t s) { gemm_bf16(p->up, s); }});
+    steps.push_back({"swiglu", [p](cudaStream_t s) { swiglu(p->act, s); }});
+  }
   steps.push_back({"gemm down", [p](cudaStream_t s) { gemm_bf16(p->down, s); }});
   const long long n = T * m.hidden;
   bf16* y = a.y;
@@ -271,6 +287,8 @@ std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) {
                    }});
   return steps;
 }
+
+std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a) { return layer_steps(a, MlpSteps::separate); }
 
 void layer_entry_points_launch(const LayerArgs& a, cudaStream_t s) {
   for (const LayerStep& step : layer_entry_points_steps(a)) step.run(s);

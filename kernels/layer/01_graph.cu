@@ -9,6 +9,7 @@
 // Why: a decode layer is 13 to 15 short kernels; replayed as one graph the GPU starts each without
 //   a host launch of its own, and a decode GEMM's CTAs start fetching weights while the kernel
 //   before it drains.
+// The replay machinery (layer_graph_run) serves every graph rung: rung 02 replays its own steps.
 // Limits: a graph serves one argument set (pointers, shape, kv_len): a decode loop whose kv_len
 //   grows every step never replays one and runs rung 00's launches. A capture (host work and the
 //   driver's memory for the instantiated graph) happens once per argument set; the 8 most recent
@@ -34,8 +35,9 @@ constexpr size_t kKept = 8;  // instantiated graphs kept (least recently used le
 
 struct Graphs {
   std::mutex mu;
-  std::optional<LayerKey> last;                          // the previous call's arguments
-  std::list<std::pair<LayerKey, cudaGraphExec_t>> kept;  // most recently used first
+  using Key = std::pair<int, LayerKey>;              // the graph rung's number and the arguments
+  std::optional<Key> last;                           // the previous call's
+  std::list<std::pair<Key, cudaGraphExec_t>> kept;   // most recently used first
   std::map<int, cudaStream_t> capture;                   // the capture stream of each device
   std::atomic<long long> replays{0};
 };
@@ -45,11 +47,11 @@ Graphs& graphs() {
   return *g;
 }
 
-cudaGraphExec_t capture(const LayerArgs& a, cudaStream_t cs) {
+cudaGraphExec_t capture(const LayerArgs& a, cudaStream_t cs, LayerLaunch launch) {
   cudaGraph_t graph = nullptr;
   KL_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
   try {
-    layer_entry_points_launch(a, cs);
+    launch(a, cs);
   } catch (...) {
     if (cudaStreamEndCapture(cs, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
     throw;
@@ -66,12 +68,12 @@ cudaGraphExec_t capture(const LayerArgs& a, cudaStream_t cs) {
 
 std::string layer_graph_supports(const LayerArgs& a, const DeviceInfo& d) { return layer_entry_points_supports(a, d); }
 
-void layer_graph_launch(const LayerArgs& a, cudaStream_t s) {
+void layer_graph_run(const LayerArgs& a, cudaStream_t s, int rung, LayerLaunch launch) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   KL_CHECK(cudaStreamIsCapturing(s, &status));
-  if (status != cudaStreamCaptureStatusNone) return layer_entry_points_launch(a, s);
+  if (status != cudaStreamCaptureStatusNone) return launch(a, s);
   const DeviceInfo& d = device_info();
-  const LayerKey k = layer_key(a, d.id);
+  const Graphs::Key k{rung, layer_key(a, d.id)};
   Graphs& g = graphs();
   std::lock_guard<std::mutex> lock(g.mu);
   for (auto it = g.kept.begin(); it != g.kept.end(); ++it)
@@ -83,16 +85,18 @@ void layer_graph_launch(const LayerArgs& a, cudaStream_t s) {
     }
   const bool repeat = g.last && *g.last == k;
   g.last = k;
-  layer_entry_points_launch(a, s);  // this call's work (and, on a first call, the families' set-up)
+  launch(a, s);  // this call's work (and, on a first call, the families' set-up)
   if (!repeat) return;
   cudaStream_t& cs = g.capture[d.id];
   if (!cs) KL_CHECK(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
-  g.kept.emplace_front(k, capture(a, cs));
+  g.kept.emplace_front(k, capture(a, cs, launch));
   if (g.kept.size() > kKept) {
     KL_CHECK(cudaGraphExecDestroy(g.kept.back().second));  // freed once any replay in flight ends
     g.kept.pop_back();
   }
 }
+
+void layer_graph_launch(const LayerArgs& a, cudaStream_t s) { layer_graph_run(a, s, 1, layer_entry_points_launch); }
 
 long long layer_graph_replays() { return graphs().replays.load(); }
 

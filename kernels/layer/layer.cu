@@ -26,6 +26,8 @@ const std::vector<Rung<LayerArgs>>& layer_rungs() {
        layer_entry_points_supports, layer_entry_points_launch},
       {1, "graph", "a call that repeats the last arguments replays rung 00's launches as one captured CUDA graph",
        layer_graph_supports, layer_graph_launch, 0},
+      {2, "fused_gate_up", "the MLP's gate GEMM, up GEMM and SwiGLU as one kernel streaming both weights",
+       layer_fused_gate_up_supports, layer_fused_gate_up_launch, 1},
   };
   return table;
 }
@@ -189,8 +191,9 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-// Decode: rung 01 (a decode step is tens of microseconds of kernels, and the graph removes the
-// gaps between them). Prefill: rung 00; its milliseconds of GEMMs gain nothing measurable replayed.
+// Decode: the top rung that takes it, 02 (one stream over the gate and up weights), else 01 (a
+// decode step is tens of microseconds of kernels, and the graph removes the gaps between them).
+// Prefill: rung 00; its milliseconds of GEMMs gain nothing measurable replayed.
 const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
   if (a.mode == LayerMode::decode) return best_supported(layer_rungs(), a, d);
   const Rung<LayerArgs>& r0 = layer_rungs().front();

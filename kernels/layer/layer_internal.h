@@ -20,8 +20,12 @@
 //   g, u, act [T, mlp]: gate, up, swiglu(gate, up)
 //   dn        [T, hidden]: the down projection
 #pragma once
+#include <cuda_bf16.h>
+
 #include <cstddef>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "kl/attention.h"
 #include "kl/layer.h"
@@ -70,5 +74,32 @@ inline auto layer_key(const LayerArgs& a, int dev) {
                          a.pos, a.B, a.S, a.L, a.kv_len, a.workspace, a.workspace_bytes);
 }
 using LayerKey = decltype(layer_key(LayerArgs{}, 0));
+
+// The decode MLP's first half as one kernel (gate_up_swiglu.cu): act [M, N] = silu(A Wgate^T) *
+// (A Wup^T), A [M, K], both weights [N, K], M <= 64; sm_90a. Refusal reasons as the families give.
+struct GateUpArgs {
+  const __nv_bfloat16* A = nullptr;
+  const __nv_bfloat16* w_gate = nullptr;
+  const __nv_bfloat16* w_up = nullptr;
+  __nv_bfloat16* act = nullptr;
+  int M = 0, N = 0, K = 0;
+};
+std::string gate_up_swiglu_supports(const GateUpArgs& a, const DeviceInfo& d);
+void gate_up_swiglu_launch(const GateUpArgs& a, cudaStream_t s);
+std::string gate_up_swiglu_describe(int M, int N);  // the plan, for the bench's notes
+
+// How a layer launch runs the MLP's gate, up and SwiGLU: three family calls (rungs 00, 01), or
+// the fused kernel (rung 02).
+enum class MlpSteps { separate, fused_gate_up };
+// The steps of one layer launch (rung 00's, with the MLP as `mlp` says). Arguments checked by the
+// caller.
+std::vector<LayerStep> layer_steps(const LayerArgs& a, MlpSteps mlp);
+// "" when the fused kernel takes `a`'s MLP (its shape, device and pointers), else its reason.
+std::string layer_gate_up_supports(const LayerArgs& a, const DeviceInfo& d);
+
+// A graph rung's launch (01_graph.cu): a call that repeats the previous call's arguments for the
+// same rung captures `launch` once, later ones replay it; other calls run `launch` eagerly.
+using LayerLaunch = void (*)(const LayerArgs& a, cudaStream_t s);
+void layer_graph_run(const LayerArgs& a, cudaStream_t s, int rung, LayerLaunch launch);
 
 }  // namespace kl::layer_detail

@@ -1,6 +1,6 @@
 // kernels/swiglu/swiglu_impl.cuh — device code shared by the SwiGLU rungs (family-private).
 //
-// silu_mul():        the fp32 math of one element.
+// silu_mul():        the fp32 math of one element (common/silu.cuh).
 // swiglu_tail():     the < kVec elements past the last whole 16-byte vector, done by block 0.
 // swiglu_vectors<>(): K 16-byte vectors of g and u per thread, all loads issued before any math
 //                    (2K independent 16-byte loads in flight per thread), block-strided so every
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/silu.cuh"
 #include "common/vec.cuh"
 #include "kl/swiglu.h"
 
@@ -21,11 +22,7 @@ constexpr int kThreads = 256;  // threads per block for every rung (8 warps; occ
 // Rung 01's launch, programmatic-dependent when `pdl` (rung 06).
 void swiglu_vec128_run(const SwigluArgs& a, cudaStream_t s, bool pdl);
 
-// silu(g) * u in fp32. __expf(-g) overflows to +inf below g ~ -88 and __fdividef then returns 0:
-// the correct limit (g * sigmoid(g) -> -0). Approximate exp/div are ~2 ulp: far inside tolerance.
-__device__ __forceinline__ float silu_mul(float g, float u) {
-  return __fdividef(g, 1.0f + __expf(-g)) * u;
-}
+using kl::silu_mul;  // common/silu.cuh
 
 // Elements [nvec * kVec, n) — fewer than one vector — computed with scalar code by block 0.
 template <DType D>
