@@ -358,11 +358,12 @@ def main():
     for i, r in enumerate(lrows2):
         r["_order"] = i
     st2 = report.Report(out, lrows2, {}).steps_table("layer")
-    head2 = st2.splitlines()[0]
-    check("(00)" in head2 and "(02)" in head2 and table_row(st2, "gate_up_swiglu", "—", "1.200 (75%)")
-          and table_row(st2, "whole launch (the column's rung)", "3.000", "1.400")
-          and table_row(st2, "steps' sum", "3.000", "1.600"),
-          "steps table: one column per rung, each with its own sum and launch row", st2)
+    check("Rung 00 entry_points:" in st2 and "Rung 02 fused_gate_up:" in st2
+          and table_row(st2, "gate_up_swiglu", "1.200 (75%)") and table_row(st2, "gemm qkv", "1.500 (50%)")
+          and table_row(st2, "whole launch (00 entry_points)", "3.000")
+          and table_row(st2, "whole launch (02 fused_gate_up)", "1.400")
+          and table_row(st2, "steps' sum", "1.600") and table_row(st2, "steps' sum", "3.000"),
+          "steps table: one table per rung, each with its own sum and launch row", st2)
 
     # ---- h2h.py: the round bookkeeping and the table, on synthetic rows; the plan and refusals
     import h2h
