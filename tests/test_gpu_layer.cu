@@ -373,8 +373,8 @@ TEST(LayerGpu, DecodeStepReplaysInAGraph) {
 
 // Rung 02's fused kernel: act = silu(A Wgate^T) * (A Wup^T) against the families' chain (two
 // GEMMs, SwiGLU) on the same inputs, over M in the activation boxes of 16, 32 and 64 rows, odd N
-// (a ragged last strip) and the Llama width (128-column strips, 224 W rows a stage); and against
-// a CPU double computation on small shapes. The chain rounds g and u to bf16 as the fused epilogue
+// (a ragged last strip) and the Llama width (112-column strips, 224 W rows a stage); and against
+// a CPU double computation on small shapes (g and u rounded to bf16, as the kernel rounds them). The chain rounds g and u to bf16 as the fused epilogue
 // does, so they differ only where the GEMMs' accumulation orders round g or u differently.
 TEST(LayerGpu, GateUpSwigluMatchesTheUnfusedChain) {
   KL_REQUIRE_GPU();
@@ -444,6 +444,9 @@ TEST(LayerGpu, GateUpSwigluMatchesTheUnfusedChain) {
           gv += double(a[size_t(i) * c.K + k]) * wg[size_t(j) * c.K + k];
           uv += double(a[size_t(i) * c.K + k]) * wu[size_t(j) * c.K + k];
         }
+        // g and u as bf16 tensors would hold them (the kernel's contract), the rest in double.
+        gv = __bfloat162float(__float2bfloat16_rn(static_cast<float>(gv)));
+        uv = __bfloat162float(__float2bfloat16_rn(static_cast<float>(uv)));
         ref[size_t(i) * c.N + j] = gv / (1.0 + std::exp(-gv)) * uv;
       }
     EXPECT_TRUE(kl::test::check_close(y, ref, chain_tol, "fused vs CPU double"));
