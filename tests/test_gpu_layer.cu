@@ -445,8 +445,8 @@ TEST(LayerGpu, GateUpSwigluMatchesTheUnfusedChain) {
           uv += double(a[size_t(i) * c.K + k]) * wu[size_t(j) * c.K + k];
         }
         // g and u as bf16 tensors would hold them (the kernel's contract), the rest in double.
-        gv = __bfloat162float(__float2bfloat16_rn(static_cast<float>(gv)));
-        uv = __bfloat162float(__float2bfloat16_rn(static_cast<float>(uv)));
+        gv = layer_test::rb(gv);
+        uv = layer_test::rb(uv);
         ref[size_t(i) * c.N + j] = gv / (1.0 + std::exp(-gv)) * uv;
       }
     EXPECT_TRUE(kl::test::check_close(y, ref, chain_tol, "fused vs CPU double"));

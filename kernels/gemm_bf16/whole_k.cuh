@@ -13,6 +13,7 @@
 
 #include "common/pdl.cuh"
 #include "common/silu.cuh"
+#include "common/vec.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
@@ -249,7 +250,8 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
         const float w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          acc[i + e] = GATEUP ? silu_mul(bf16_round(acc[i + e]), bf16_round(w[e])) : acc[i + e] + w[e];
+          acc[i + e] = GATEUP ? silu_mul(Elem<DType::bf16>::round(acc[i + e]), Elem<DType::bf16>::round(w[e]))
+                 : acc[i + e] + w[e];
       }
       // Rows >= M (and, split over M, rows past this CTA's MP), columns >= N skipped.
       store_acc_bounded<NC>(acc, C, min(M, m0 + MP), N, m0, n0, t128);

@@ -2,12 +2,12 @@
 //
 // Parent: 01 graph.
 // Change: the three become one whole-K kernel (gate_up_swiglu.cu): each CTA streams the same strip
-//   of columns of Wgate and of Wup through one TMA ring, one wgmma spans both strips, and the
-//   epilogue writes silu(g) * u, so the g and u tensors are never written or read. The other steps
-//   and the graph replay are rung 01's.
-// Why: in a decode step the gate and up GEMMs are two short weight streams, each at the read rate
-//   of its own size, with a launch and an elementwise kernel after them; one stream over both
-//   weights runs at the rate of their sum.
+//   of columns of Wgate and of Wup through one TMA ring, consumer warpgroup 0 multiplies the gate
+//   strip and warpgroup 1 the up strip, and the epilogue writes silu(g) * u, so the g and u tensors
+//   are never written or read. The other steps and the graph replay are rung 01's.
+// Why: in a decode step the gate and up GEMMs are two short weight streams, each with its own ramp
+//   and tail, followed by a launch of an elementwise kernel; one stream twice as long has one ramp
+//   and one tail, and nothing after it but the down GEMM.
 // Limits: at most 64 tokens (B x S; the kernel's activation box), sm_90a; a longer prefill is
 //   refused (rung 00 runs prefill). A stage holds two strips, so the ring is about half as many
 //   stages deep as rung 15's at the same columns.

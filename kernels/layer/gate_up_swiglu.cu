@@ -60,11 +60,4 @@ void gate_up_swiglu_launch(const GateUpArgs& a, cudaStream_t s) {
   hg::launch_cfg<hg::KernelSet::kGateUp>(gate_args(a), choose(a.M, a.N), s, a.w_up);
 }
 
-std::string gate_up_swiglu_describe(int M, int N) {
-  const hg::WholeKConfig c = choose(M, N);
-  return "MP=" + std::to_string(c.mp) + " columns=" + std::to_string(c.bn / 2) + " CTAs/SM=" +
-         std::to_string(c.cps) + " stages=" + std::to_string(c.stages) + " grid=" + std::to_string(c.grid) +
-         " smem=" + std::to_string(c.smem);
-}
-
 }  // namespace kl::layer_detail

@@ -86,7 +86,6 @@ struct GateUpArgs {
 };
 std::string gate_up_swiglu_supports(const GateUpArgs& a, const DeviceInfo& d);
 void gate_up_swiglu_launch(const GateUpArgs& a, cudaStream_t s);
-std::string gate_up_swiglu_describe(int M, int N);  // the plan, for the bench's notes
 
 // How a layer launch runs the MLP's gate, up and SwiGLU: three family calls (rungs 00, 01), or
 // the fused kernel (rung 02).
