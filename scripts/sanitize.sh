@@ -74,6 +74,8 @@ timeout_for() {
 #   sgemm    256 x 256 takes every tile's divisibility path; K kept short (racecheck) except K=288:
 #            4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage).
 #   gemm_bf16  M=16 with K=1024 reaches the decode and split-K paths; 130 x 72 x 96 the ragged tiles.
+#   layer    a prefill of 96 tokens (more than 64: rung 02's prefill kernel) and a decode step of 2
+#            (its whole-K kernel), at hidden 256.
 #   attention  square causal and not, D=64 GQA 2 with Sq < Skv, and a light decode step (B=2, Hq=4,
 #            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4).
 shapes_for() {
@@ -88,7 +90,7 @@ shapes_for() {
     rope)
       echo "--shape B=2,S=33,Hq=8,Hkv=2,D=128,L=40 --shape B=3,S=1,Hq=4,Hkv=4,D=64,L=17" ;;
     layer)
-      echo "--shape B=1,S=64,L=64,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" \
+      echo "--shape B=1,S=96,L=96,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" \
            "--shape B=2,S=1,L=96,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" ;;
     sgemm)
       echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;

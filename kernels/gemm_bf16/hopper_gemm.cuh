@@ -223,28 +223,32 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4). A consumer warpgroup's 64 x 256 fp32 block (the m64n256
-// accumulator) goes to bf16, then by stmatrix.x4 into its 128B-swizzled staging boxes (`myC`:
-// epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each; conflict-free), and leaves by TMA
-// store (one bulk group per pass), in PASSES passes of 256 / PASSES columns.
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4). A consumer
+// warpgroup's 64 x NCOL fp32 block (the m64n256 accumulator, or the first NCOL / 2 of its registers
+// where a fused epilogue has reduced it: NCOL = 128) goes to bf16, then by stmatrix.x4 into its
+// 128B-swizzled staging boxes (`myC`: epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each;
+// conflict-free), and leaves by TMA store (one bulk group per pass), in PASSES passes of
+// NCOL / PASSES columns: all of it at once, or one 64-column box per pass, two boxes used in turn.
 // TMA clips rows and columns past M and N, so ragged tiles need no predicates beyond skipping
 // boxes that start outside C. The stores complete while the warpgroup runs its next tile.
 // Proxy rule relied on: stmatrix (generic proxy) -> fence.proxy.async.shared::cta in every writing
 // thread -> bar.sync among the 128 writers -> TMA store (async proxy) reads the boxes; a box is
-// rewritten only after cp.async.bulk.wait_group.read (0, or 1 with four passes: see BUSY) by the
+// rewritten only after cp.async.bulk.wait_group.read (0, or 1 with a box per pass: see BUSY) by the
 // thread that committed its stores, followed by bar.sync (the wait is for the TMA engine to READ
 // the smem, not for the global write).
 // (r0, c0) = the block's first row and column in C; named barrier 1 + cw is the warpgroup's.
-template <int PASSES>
-__device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint8_t* myC,
+template <int PASSES, int NCOL = 256>
+__device__ __forceinline__ void tma_store_epilogue(const float (&acc)[NCOL / 2], uint8_t* myC,
                                                    const CUtensorMap* tmC, int M, int N, int r0,
                                                    int c0, int cw, int t128) {
-  constexpr int COLS = 256 / PASSES;  // columns per pass
-  static_assert(PASSES == 1 || PASSES == 4, "4 boxes in one pass or 1 box per pass");
-  // PASSES 1: the pass fills every box of myC, so it waits until ALL earlier stores have read
-  // them (wait_group.read 0). PASSES 4: one box per pass, two boxes used in turn, so a pass waits
-  // only for the store of two passes back (wait_group.read 1: the previous pass's may still read).
-  constexpr int BUSY = PASSES == 4 ? 1 : 0;
+  constexpr int COLS = NCOL / PASSES;  // columns per pass
+  constexpr bool BOX_PER_PASS = COLS == 64;
+  static_assert(PASSES == 1 || BOX_PER_PASS, "every box in one pass or one box per pass");
+  static_assert(NCOL % 64 == 0 && NCOL <= 256, "whole 64-column boxes, at most four");
+  // One pass: it fills every box of myC, so it waits until ALL earlier stores have read them
+  // (wait_group.read 0). A box per pass, two boxes used in turn: a pass waits only for the store
+  // of two passes back (wait_group.read 1: the previous pass's may still read).
+  constexpr int BUSY = BOX_PER_PASS && PASSES > 1 ? 1 : 0;
   const int warp = t128 / 32, lane = t128 % 32;
   // stmatrix.x4 #j2 covers n8 chunks j = 2*j2, 2*j2+1 of this warp's 16 rows. Lane l gives the
   // row address of matrix l/8: matrix m = rows 8*(m&1).., chunk j + (m>>1).
@@ -256,7 +260,7 @@ __device__ __forceinline__ void tma_store_epilogue(const float (&acc)[128], uint
     // passes) must have finished READING them before they are overwritten.
     if (t128 == 0) tma_store_wait_read<BUSY>();
     named_barrier_sync(1 + cw, 128);
-    uint8_t* const cbuf = myC + (PASSES == 4 ? (h & 1) * kCSub : 0);
+    uint8_t* const cbuf = myC + (BUSY ? (h & 1) * kCSub : 0);
 #pragma unroll
     for (int j2 = h * (COLS / 16); j2 < (h + 1) * (COLS / 16); ++j2) {
       const int j = 2 * j2;

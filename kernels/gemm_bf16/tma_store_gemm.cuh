@@ -11,8 +11,12 @@
 // (hopper_gemm.cuh: tma_store_epilogue). PDL: the grid waits for the previous one after its
 // prologue and launches programmatic-dependent, so back to back the next GEMM's launch and prologue
 // run under this one's tail.
+// The same kernel serves the decoder layer's fused MLP (GateUpSwigluC below): each tile's 256 W rows
+// are 128 of Wgate over 128 of Wup, and the epilogue writes silu(gate) * up.
 #pragma once
+#include "common/vec.cuh"
 #include "common/pdl.cuh"
+#include "common/silu.cuh"
 #include "gemm_bf16/hopper_gemm.cuh"
 
 namespace kl {
@@ -27,6 +31,20 @@ constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
 static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide store boxes");
 static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
 
+// What a tile's 256 accumulator columns are and what its epilogue writes.
+struct PlainC {  // rungs 08, 12: 256 rows of W, 256 columns of C = A W^T
+  static constexpr bool kGateUp = false;
+  static constexpr int kOutCols = 256;
+};
+// The layer's MLP: columns n0 .. n0 + 127 of two weights, W = Wgate (rows 0-127 of the stage) and
+// W2 = Wup (rows 128-255), out = silu(gate) * up, both rounded to bf16 first as the separate GEMMs'
+// outputs are: 128 columns of out. A thread's accumulator registers 4j + e (j < 16) and 4(j + 16)
+// + e hold the gate and up values of the same output element (m64n256's n8 chunks j and j + 16).
+struct GateUpSwigluC {
+  static constexpr bool kGateUp = true;
+  static constexpr int kOutCols = 128;
+};
+
 // Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
 // Ring: ThreeStages or FourStages (hopper_gemm.cuh).
 template <class Ring>
@@ -36,10 +54,12 @@ constexpr size_t smem_bytes() {
   return 1024 + Ring::kStages * STAGE_BYTES + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
 }
 
-template <class Ring>
+// tmW2: GateUpSwigluC's second weight (PlainC: unused).
+template <class Ring, class Out = PlainC>
 __global__ void __launch_bounds__(THREADS, 1)
     tma_store_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-                          const __grid_constant__ CUtensorMap tmC, int M, int N, int K) {
+                          const __grid_constant__ CUtensorMap tmW2, const __grid_constant__ CUtensorMap tmC,
+                          int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses;
   constexpr int C_BYTES = c_bytes<Ring>();
@@ -52,13 +72,15 @@ __global__ void __launch_bounds__(THREADS, 1)
   uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x, wg = tid / 128;
-  const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
+  constexpr int OUT_COLS = Out::kOutCols;
+  const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, OUT_COLS);
   const int tiles = tiles_m * tiles_n;
   const int num_k = ceil_div(K, BK);
 
   if (tid == 0) {
     tma_prefetch_desc(&tmA);
     tma_prefetch_desc(&tmW);
+    if (Out::kGateUp) tma_prefetch_desc(&tmW2);
     tma_prefetch_desc(&tmC);
     mbar_ring_init(full, empty, STAGES, CONSUMER_WARPS);
   }
@@ -81,7 +103,12 @@ __global__ void __launch_bounds__(THREADS, 1)
           mbar_wait(&empty[s], (r & 1) ^ 1);
           mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
           tma_load_2d(sA + s * A_BYTES, &tmA, &full[s], kb * BK, tm * BM);
-          tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, tn * BN);
+          if constexpr (Out::kGateUp) {
+            tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, tn * OUT_COLS);
+            tma_load_2d(sB + s * B_BYTES + B_BYTES / 2, &tmW2, &full[s], kb * BK, tn * OUT_COLS);
+          } else {
+            tma_load_2d(sB + s * B_BYTES, &tmW, &full[s], kb * BK, tn * BN);
+          }
         }
       }
     }
@@ -98,7 +125,15 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
       consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, num_k, it, cw, lane,
                                                  [](uint64_t* bar) { mbar_arrive(bar); });
-      tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+      if constexpr (Out::kGateUp) {
+        using R = Elem<DType::bf16>;
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) acc[i] = silu_mul(R::round(acc[i]), R::round(acc[i + BN / 4]));
+        tma_store_epilogue<2, OUT_COLS>(reinterpret_cast<const float(&)[OUT_COLS / 2]>(acc), myC, &tmC, M, N,
+                                        tm * BM + cw * 64, tn * OUT_COLS, cw, t128);
+      } else {
+        tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+      }
     }
     // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)
     if (t128 == 0) tma_store_wait_read<0>();
@@ -112,18 +147,22 @@ std::string tma_store_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) 
   return tma_gemm_supports(a, d, smem_bytes<Ring>());
 }
 
-template <class Ring>
-void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
+// Out = GateUpSwigluC: a.W is Wgate, w2 Wup (both [N, K]), a.C the [M, N] output.
+template <class Ring, class Out = PlainC>
+void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s, const __nv_bfloat16* w2 = nullptr) {
   constexpr size_t SMEM = smem_bytes<Ring>();
+  KL_REQUIRE(Out::kGateUp == (w2 != nullptr), "tma_store_gemm: a second weight exactly for gate/up");
+  constexpr int w_rows = Out::kGateUp ? BN / 2 : BN;
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
-  const CUtensorMap tW = map_operand(a.W, a.N, a.K, BN);
+  const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
+  const CUtensorMap tW2 = Out::kGateUp ? map_operand(w2, a.N, a.K, w_rows) : tW;
   const CUtensorMap tC = make_tensor_map_bf16_2d(a.C, a.M, a.N, a.N, 64, 64,
                                                  CU_TENSOR_MAP_SWIZZLE_128B);
-  opt_in_smem(reinterpret_cast<const void*>(&tma_store_gemm_kernel<Ring>), SMEM);
-  const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, BN);
+  auto* kernel = &tma_store_gemm_kernel<Ring, Out>;
+  opt_in_smem(reinterpret_cast<const void*>(kernel), SMEM);
+  const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, Out::kOutCols);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  pdl_launch(tma_store_gemm_kernel<Ring>, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s),
-             tA, tW, tC, a.M, a.N, a.K);
+  pdl_launch(kernel, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s), tA, tW, tW2, tC, a.M, a.N, a.K);
 }
 
 }  // namespace tma_store

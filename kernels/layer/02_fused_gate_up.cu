@@ -1,16 +1,18 @@
 // 02 fused_gate_up — rung 01 with the MLP's gate GEMM, up GEMM and SwiGLU as one kernel.
 //
 // Parent: 01 graph.
-// Change: the three become one whole-K kernel (gate_up_swiglu.cu): each CTA streams the same strip
-//   of columns of Wgate and of Wup through one TMA ring, consumer warpgroup 0 multiplies the gate
-//   strip and warpgroup 1 the up strip, and the epilogue writes silu(g) * u, so the g and u tensors
-//   are never written or read. The other steps and the graph replay are rung 01's.
-// Why: in a decode step the gate and up GEMMs are two short weight streams, each with its own ramp
-//   and tail, followed by a launch of an elementwise kernel; one stream twice as long has one ramp
-//   and one tail, and nothing after it but the down GEMM.
-// Limits: at most 64 tokens (B x S; the kernel's activation box), sm_90a; a longer prefill is
-//   refused (rung 00 runs prefill). A stage holds two strips, so the ring is about half as many
-//   stages deep as rung 15's at the same columns.
+// Change: the three become one kernel (gate_up_swiglu.cu) that reads both weights and writes
+//   silu(g) * u, so the g and u tensors are never written or read. Decode (up to 64 tokens): the
+//   whole-K kernel, each CTA streaming the same strip of Wgate and Wup, consumer warpgroup 0 on the
+//   gate strip and 1 on the up strip. Prefill: the persistent 128 x 256 tile kernel with 128 rows of
+//   each weight per stage, 128 x 128 outputs per tile. The other steps and the graph replay are 01's.
+// Why: in a decode step gate and up are two short weight streams, each with its own ramp and tail,
+//   then an elementwise launch; one stream twice as long has one ramp and one tail. In prefill the
+//   two GEMMs' waves become one (fewer partial waves) and the two [T, mlp] tensors' round trip and
+//   the SwiGLU kernel go.
+// Limits: sm_90a. At decode a stage holds two strips, so the ring is about half as deep as rung
+//   15's at the same columns; at prefill the tile kernel is rung 12's, its epilogue not hidden
+//   under the next tile's math.
 #include <string>
 #include <vector>
 

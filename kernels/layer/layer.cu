@@ -191,13 +191,11 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-// Decode: the top rung that takes it, 02 (one stream over the gate and up weights), else 01 (a
-// decode step is tens of microseconds of kernels, and the graph removes the gaps between them).
-// Prefill: rung 00; its milliseconds of GEMMs gain nothing measurable replayed.
+// The top rung that takes the arguments: 02 (gate, up and SwiGLU as one kernel: one weight stream
+// at decode, one GEMM and no [T, mlp] round trips at prefill), else 01 (a decode step is tens of
+// microseconds of kernels, and the graph removes the gaps between them), else 00.
 const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
-  if (a.mode == LayerMode::decode) return best_supported(layer_rungs(), a, d);
-  const Rung<LayerArgs>& r0 = layer_rungs().front();
-  return r0.supports(a, d).empty() ? &r0 : nullptr;
+  return best_supported(layer_rungs(), a, d);
 }
 
 void layer(const LayerArgs& a, cudaStream_t stream) {

@@ -75,8 +75,9 @@ inline auto layer_key(const LayerArgs& a, int dev) {
 }
 using LayerKey = decltype(layer_key(LayerArgs{}, 0));
 
-// The decode MLP's first half as one kernel (gate_up_swiglu.cu): act [M, N] = silu(A Wgate^T) *
-// (A Wup^T), A [M, K], both weights [N, K], M <= 64; sm_90a. Refusal reasons as the families give.
+// The MLP's first half as one kernel (gate_up_swiglu.cu): act [M, N] = silu(A Wgate^T) *
+// (A Wup^T), A [M, K], both weights [N, K], any M >= 1 (the whole-K decode kernel up to 64 rows,
+// the persistent tile kernel above); sm_90a. Refusal reasons as the families give.
 struct GateUpArgs {
   const __nv_bfloat16* A = nullptr;
   const __nv_bfloat16* w_gate = nullptr;
