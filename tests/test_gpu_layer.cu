@@ -380,6 +380,10 @@ void check_gate_up(const GateUpCase& c, uint64_t seed) {
   bench::DeviceBuffer A(2 * nA), Wg(2 * nW), Wu(2 * nW), g(2 * nY), u(2 * nY), want(2 * nY), got(2 * nY),
       ws(std::max<size_t>(gemm_bf16_workspace_bytes(c.M, c.N, c.K, d), 256));
   KL_CHECK(cudaMemset(ws.ptr, 0, ws.bytes));
+  // The chain's g and u zeroed first: compute-sanitizer's initcheck reports swiglu's reads of them
+  // as uninitialized when a GEMM rung with a TMA-store epilogue wrote them.
+  KL_CHECK(cudaMemset(g.ptr, 0, g.bytes));
+  KL_CHECK(cudaMemset(u.ptr, 0, u.bytes));
   // Inputs scaled so that g spans silu's curve: |g| up to a few units whatever K.
   const float w = 2.0f / static_cast<float>(std::sqrt(double(c.K)));
   bench::fill_uniform(A.ptr, nA, DType::bf16, ++seed, -1.f, 1.f);
