@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses;
   constexpr int C_BYTES = c_bytes<Ring>();
+  static_assert(!Out::kGateUp || C_BYTES >= 2 * kCSub, "gate/up's two-pass epilogue uses two staging boxes");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
   uint8_t* sA = smem;
