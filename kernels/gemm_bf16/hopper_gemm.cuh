@@ -223,7 +223,8 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1) and 12, 13, 14 (PASSES = 4). A consumer
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1), 12, 13, 14 (PASSES = 4) and the layer's
+// gate/up kernel (PASSES = 2, NCOL = 128: tma_store_gemm.cuh, GateUpSwigluC). A consumer
 // warpgroup's 64 x NCOL fp32 block (the m64n256 accumulator, or the first NCOL / 2 of its registers
 // where a fused epilogue has reduced it: NCOL = 128) goes to bf16, then by stmatrix.x4 into its
 // 128B-swizzled staging boxes (`myC`: epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each;
