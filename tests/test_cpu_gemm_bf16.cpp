@@ -95,4 +95,16 @@ TEST(GemmBf16Cpu, PingpongRegistered) {
   EXPECT_NE(t[18].supports(args(4096, 4096, 4096), sm120).find("sm_90a"), std::string::npos);
 }
 
+// Rung 19 (128 x 64 tiles of rung 12's kernel): in the table under rung 12, refused off Hopper.
+TEST(GemmBf16Cpu, NarrowTilesRegistered) {
+  const auto& t = gemm_bf16_rungs();
+  ASSERT_GT(t.size(), 19u);
+  EXPECT_EQ(t[19].number, 19);
+  EXPECT_STREQ(t[19].name, "narrow_tiles");
+  EXPECT_EQ(t[19].parent, 12);
+  DeviceInfo sm120 = fake_h200();
+  sm120.cc_major = 12;
+  EXPECT_NE(t[19].supports(args(1024, 1024, 1024), sm120).find("sm_90a"), std::string::npos);
+}
+
 }  // namespace

@@ -163,7 +163,7 @@ TEST_P(HopperRung, ShapesSmallestFirst) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16, 18),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16, 18, 19),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return (i.param < 10 ? "rung0" : "rung") + std::to_string(i.param);
                          });
@@ -531,7 +531,7 @@ TEST(GemmBf16Hopper, DecodeSplitKChainedPDL) {
   chained_pdl_check(11, 21);
 }
 
-// Rung 12 (and 18, which launches the same way) under programmatic dependent launch (the bench's
+// Rung 12 (and 18, 19, which launch the same way) under programmatic dependent launch (the bench's
 // created stream): GEMM 2 reads GEMM 1's output as its A, launched right behind it without a sync;
 // every thread of the rung waits for the previous grid before touching global memory, so GEMM 2
 // must see all of GEMM 1's C (poisoned to NaN before each repetition; GEMM 2's CTAs can start on
@@ -543,7 +543,7 @@ void chained_pdl_tma_store(int num) {
   const auto* r = rung(num);
   ASSERT_NE(r, nullptr);
   const int M = 2048, N1 = 2048, K1 = 1024, N2 = 264;
-  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256 (rung 18: 256 of 128x128)
+  Problem p1(M, N1, K1, 31);  // 128 tiles of 128x256 (rung 18: 256 of 128x128, 19: 512 of 128x64)
   Problem p2(M, N2, N1, 32);
   ASSERT_EQ(r->supports(p1.args(), kl::device_info()), "");
   cudaStream_t st;
@@ -606,6 +606,11 @@ TEST(GemmBf16Hopper, ChainedPDLRung18) {
   chained_pdl_tma_store(18);
 }
 
+TEST(GemmBf16Hopper, ChainedPDLRung19) {
+  KL_REQUIRE_GPU();
+  chained_pdl_tma_store(19);
+}
+
 __global__ void empty_kernel_11() {}
 
 // What an empty launch costs here (the floor under every decode figure): single launches timed
@@ -656,10 +661,10 @@ TEST(GemmBf16Hopper, EmptyLaunchCost) {
 // ---------------------------------------------------------------- determinism, refusals
 TEST(GemmBf16Hopper, Deterministic) {
   KL_REQUIRE_GPU();
-  for (int num : {9, 10, 11, 13, 15, 16, 18}) {
+  for (int num : {9, 10, 11, 13, 15, 16, 18, 19}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr);
-    Problem p(num >= 10 && num != 16 && num != 18 ? 33 : 300, 520, 1000, 7);
+    Problem p(num >= 10 && num != 16 && num < 18 ? 33 : 300, 520, 1000, 7);
     if (!r->supports(p.args(), kl::device_info()).empty()) continue;
     r->launch(p.args(), 0);
     sync_or_die("determinism run 1 of rung " + std::to_string(num));
@@ -733,7 +738,7 @@ TEST(GemmBf16Hopper, Refusals) {
   KL_REQUIRE_GPU();
   const auto& d = kl::device_info();
   Problem p(64, 64, 64, 3);
-  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 18}) {
+  for (int num : {5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 18, 19}) {
     const auto* r = rung(num);
     ASSERT_NE(r, nullptr) << "rung " << num;
     GemmBf16Args a = p.args();

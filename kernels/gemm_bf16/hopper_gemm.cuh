@@ -20,21 +20,31 @@ namespace hopper_gemm {
 
 constexpr int kBK = 64;  // K per stage: one 128-byte swizzle atom row of bf16 (64 x 2 B)
 constexpr int kCSub = 64 * 64 * 2;  // one 64 x 64 bf16 TMA-store box (128B-swizzled), 8 KB
-// Boxes of staging per consumer warpgroup that tma_store_epilogue<PASSES> writes: every box of a
-// pass (4 / PASSES), or with 4 passes two boxes used in turn.
-template <int PASSES>
-constexpr int epilogue_boxes() { return PASSES == 4 ? 2 : 4 / PASSES; }
+// Boxes of staging per consumer warpgroup that tma_store_epilogue<PASSES, NCOL> writes: every box of
+// a pass (NCOL / 64 / PASSES), or with a 64-column box per pass over several passes, two boxes used
+// in turn.
+template <int PASSES, int NCOL = 256>
+constexpr int epilogue_boxes() { return PASSES > 1 && NCOL / PASSES == 64 ? 2 : NCOL / 64 / PASSES; }
 
-// The two configurations of the persistent 128 x 256 kernels (tma_store_gemm.cuh, cluster_gemm.cuh,
-// rung 14's): the depth of the 48 KB load ring and the passes of the TMA-store epilogue
+// The configurations of the persistent 128 x kBN kernels (tma_store_gemm.cuh, cluster_gemm.cuh,
+// rung 14's): the tile width, the depth of the 48 KB load ring and the passes of the TMA-store epilogue
 // (tma_store_epilogue below), which set the C staging that must fit beside the ring.
 struct ThreeStages {  // rungs 08, 09: 3 stages + 64 KB of staging, the 64 x 256 block in one pass
   static constexpr int kStages = 3;
   static constexpr int kEpiloguePasses = 1;
+  static constexpr int kBN = 256;
 };
 struct FourStages {  // rungs 12, 13, 14: 4 stages + 32 KB of staging, four 64 x 64 passes
   static constexpr int kStages = 4;
   static constexpr int kEpiloguePasses = 4;
+  static constexpr int kBN = 256;
+};
+// Rung 19 (tma_store_gemm.cuh only): 128 x 64 tiles, each consumer warpgroup an m64n64 block; a
+// 24 KB stage, so 8 stages, and one 64 x 64 staging box per warpgroup, stored in one pass.
+struct NarrowTiles {
+  static constexpr int kStages = 8;
+  static constexpr int kEpiloguePasses = 1;
+  static constexpr int kBN = 64;
 };
 
 // ---- per-rung entry points (defined in NN_*.cu, collected by hopper_rungs.cu)
@@ -102,6 +112,9 @@ void gemm_bf16_small_tiles_launch_pairs(const GemmBf16Args& a, cudaStream_t s);
 // two mainloops taking turns on the tensor cores (pingpong_gemm.cuh).
 std::string gemm_bf16_pingpong_supports(const GemmBf16Args& a, const DeviceInfo& d);
 void gemm_bf16_pingpong_launch(const GemmBf16Args& a, cudaStream_t s);
+// Rung 19 (narrow_tiles): rung 12's kernel over 128 x 64 tiles (NarrowTiles): small GEMMs.
+std::string gemm_bf16_narrow_tiles_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_narrow_tiles_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
@@ -195,16 +208,16 @@ __device__ __forceinline__ uint32_t pack_bf16x2_hp(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-// A consumer warpgroup's mainloop over `n` k-blocks of one 128 x 256 tile (rungs 07, 08, 09, 12,
-// 13, 14): per k-block, wait for the stage (full[s], phase (it / STAGES) & 1), four
-// wgmma m64n256k16 on rows 64*cw.. of the A stage and the whole W stage, then keep one wgmma group
+// A consumer warpgroup's mainloop over `n` k-blocks of one 128 x BN tile (BN = 256: rungs 07, 08,
+// 09, 12, 13, 14; 64: rung 19): per k-block, wait for the stage (full[s], phase (it / STAGES) & 1),
+// four wgmma m64nBNk16 on rows 64*cw.. of the A stage and the whole W stage, then keep one wgmma group
 // in flight (wait<1>) and free the stage the previous group read; after the loop drain it and
 // free the last stage. `it` counts k-blocks across the CTA's tiles exactly as the producer does
 // (slot it % STAGES). `release(bar)` frees a stage: one mbarrier arrive per consumer warp (lane 0),
 // on this CTA (mbar_arrive) or on both CTAs of a cluster. acc holds zeros or partial sums on entry;
 // the wgmma_fence orders those register writes before the first wgmma.
-template <int STAGES, int A_BYTES, int B_BYTES, class Release>
-__device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA, uint8_t* sB,
+template <int STAGES, int A_BYTES, int B_BYTES, int BN = 256, class Release>
+__device__ __forceinline__ void consume_k_blocks(float (&acc)[BN / 2], uint8_t* sA, uint8_t* sB,
                                                  uint64_t* full, uint64_t* empty, int n, int& it,
                                                  int cw, int lane, Release release) {
   for (int kb = 0; kb < n; ++kb, ++it) {
@@ -214,7 +227,7 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
     const uint64_t db = make_smem_desc_sw128(sB + s * B_BYTES);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64n256k16(acc, da + 2 * kk, db + 2 * kk, 1);
+    for (int kk = 0; kk < kBK / 16; ++kk) wgmma_ss_m64nk16<BN>(acc, da + 2 * kk, db + 2 * kk);
     wgmma_commit();
     wgmma_wait<1>();  // the group of k-block kb - 1 has finished reading its stage
     if (kb > 0 && lane == 0) release(&empty[(it - 1) % STAGES]);
@@ -227,7 +240,7 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[128], uint8_t* sA,
 // gate/up kernel (PASSES = 2, NCOL = 128: tma_store_gemm.cuh, GateUpSwigluC). A consumer
 // warpgroup's 64 x NCOL fp32 block (the m64n256 accumulator, or the first NCOL / 2 of its registers
 // where a fused epilogue has reduced it: NCOL = 128) goes to bf16, then by stmatrix.x4 into its
-// 128B-swizzled staging boxes (`myC`: epilogue_boxes<PASSES>() boxes of 64 x 64, kCSub bytes each;
+// 128B-swizzled staging boxes (`myC`: epilogue_boxes<PASSES, NCOL>() boxes of 64 x 64, kCSub bytes each;
 // conflict-free), and leaves by TMA store (one bulk group per pass), in PASSES passes of
 // NCOL / PASSES columns: all of it at once, or one 64-column box per pass, two boxes used in turn.
 // TMA clips rows and columns past M and N, so ragged tiles need no predicates beyond skipping

@@ -1,4 +1,4 @@
-// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16, 18), the decode rung
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16, 18, 19), the decode rung
 // (10) and the sm_90+ TMA rung (17) to the gemm_bf16 table (gemm_bf16.cu calls this once while
 // building the table). Each rung's number, name and one change are written here and nowhere else;
 // the kernels live in NN_*.cu.
@@ -57,4 +57,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "rung 12 with ping-pong consumers: each warpgroup owns whole 128x128 tiles, the two "
                "mainloops take turns (ordered named barriers) so one's epilogue runs under the other's math",
                gemm_bf16_pingpong_supports, gemm_bf16_pingpong_launch, /*parent=*/12});
+  t.push_back({19, "narrow_tiles",
+               "rung 12's kernel over 128x64 tiles (m64n64 per consumer, 8 stages of 24 KB, one store "
+               "pass): four times the tiles for small GEMMs",
+               gemm_bf16_narrow_tiles_supports, gemm_bf16_narrow_tiles_launch, /*parent=*/12});
 }

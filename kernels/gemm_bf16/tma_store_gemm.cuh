@@ -1,18 +1,19 @@
 // kernels/gemm_bf16/tma_store_gemm.cuh — family-private: the persistent warp-specialized kernel of
-// rungs 08 (ThreeStages: 3 stages, one 64 x 256 epilogue pass) and 12 (FourStages: 4 stages, four
-// 64 x 64 passes); the configurations are in hopper_gemm.cuh.
+// rungs 08 (ThreeStages: 3 stages, one 64 x 256 epilogue pass), 12 (FourStages: 4 stages, four
+// 64 x 64 passes) and 19 (NarrowTiles: 128 x 64 tiles, 8 stages, one 64 x 64 pass); the
+// configurations are in hopper_gemm.cuh.
 // The rung files say what each configuration changes; this is the code they share.
 //
-// One CTA per SM (grid = min(tiles, #SMs)), 128x256x64 tiles in grouped order, 384 threads:
-// warpgroup 0 is the producer (one thread issues the TMA loads of A and W into a STAGES-deep
-// full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64n256k16 wgmma from the
-// 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
+// One CTA per SM (grid = min(tiles, #SMs)), 128 x BN x 64 tiles (BN = Ring::kBN) in grouped order,
+// 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads of A and W into a
+// STAGES-deep full/empty mbarrier ring, setmaxnreg 40), warpgroups 1-2 the consumers (m64nBNk16
+// wgmma from the 128B-swizzled stages, setmaxnreg 232, each releases a stage one k-block late because
 // wgmma_wait<1> keeps the previous group in flight), then the TMA-store epilogue
 // (hopper_gemm.cuh: tma_store_epilogue). PDL: the grid waits for the previous one after its
 // prologue and launches programmatic-dependent, so back to back the next GEMM's launch and prologue
 // run under this one's tail.
-// The same kernel serves the decoder layer's fused MLP (GateUpSwigluC below): each tile's 256 W rows
-// are 128 of Wgate over 128 of Wup, and the epilogue writes silu(gate) * up.
+// The same kernel serves the decoder layer's fused MLP (GateUpSwigluC below, BN = 256): each tile's
+// 256 W rows are 128 of Wgate over 128 of Wup, and the epilogue writes silu(gate) * up.
 #pragma once
 #include "common/vec.cuh"
 #include "common/pdl.cuh"
@@ -23,18 +24,21 @@ namespace kl {
 namespace hopper_gemm {
 namespace tma_store {
 
-constexpr int BM = 128, BN = 256, BK = kBK, THREADS = 384, GROUP = 8;
+constexpr int BM = 128, BK = kBK, THREADS = 384, GROUP = 8;
 constexpr int CONSUMER_WARPS = 8;
 constexpr int A_BYTES = BM * BK * 2;  // 16 KB
-constexpr int B_BYTES = BN * BK * 2;  // 32 KB
-constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-static_assert(BM == 2 * 64 && BN == 4 * 64, "two m64 consumers, four 64-wide store boxes");
+template <class Ring>
+constexpr int b_bytes() { return Ring::kBN * BK * 2; }  // 32 KB (BN = 256), 8 KB (64)
+template <class Ring>
+constexpr int stage_bytes() { return A_BYTES + b_bytes<Ring>(); }
+static_assert(BM == 2 * 64, "two m64 consumers");
 static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer warp");
 
-// What a tile's 256 accumulator columns are and what its epilogue writes.
-struct PlainC {  // rungs 08, 12: 256 rows of W, 256 columns of C = A W^T
+// What a tile's BN accumulator columns are and what its epilogue writes.
+template <int BN>
+struct PlainC {  // rungs 08, 12, 19: BN rows of W, BN columns of C = A W^T
   static constexpr bool kGateUp = false;
-  static constexpr int kOutCols = 256;
+  static constexpr int kOutCols = BN;
 };
 // The layer's MLP: columns n0 .. n0 + 127 of two weights, W = Wgate (rows 0-127 of the stage) and
 // W2 = Wup (rows 128-255), out = silu(gate) * up, both rounded to bf16 first as the separate GEMMs'
@@ -46,23 +50,25 @@ struct GateUpSwigluC {
 };
 
 // Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
-// Ring: ThreeStages or FourStages (hopper_gemm.cuh).
+// Ring: ThreeStages, FourStages or NarrowTiles (hopper_gemm.cuh).
 template <class Ring>
-constexpr int c_bytes() { return epilogue_boxes<Ring::kEpiloguePasses>() * kCSub; }
+constexpr int c_bytes() { return epilogue_boxes<Ring::kEpiloguePasses, Ring::kBN>() * kCSub; }
 template <class Ring>
 constexpr size_t smem_bytes() {
-  return 1024 + Ring::kStages * STAGE_BYTES + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
+  return 1024 + Ring::kStages * stage_bytes<Ring>() + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
 }
 
 // tmW2: GateUpSwigluC's second weight (PlainC: unused).
-template <class Ring, class Out = PlainC>
+template <class Ring, class Out = PlainC<Ring::kBN>>
 __global__ void __launch_bounds__(THREADS, 1)
     tma_store_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                           const __grid_constant__ CUtensorMap tmW2, const __grid_constant__ CUtensorMap tmC,
                           int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses;
+  constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses, BN = Ring::kBN;
+  constexpr int B_BYTES = b_bytes<Ring>(), STAGE_BYTES = stage_bytes<Ring>();
   constexpr int C_BYTES = c_bytes<Ring>();
+  static_assert(!Out::kGateUp || BN == 256, "gate/up: 128 rows of each weight per stage");
   static_assert(!Out::kGateUp || C_BYTES >= 2 * kCSub, "gate/up's two-pass epilogue uses two staging boxes");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
@@ -124,8 +130,8 @@ __global__ void __launch_bounds__(THREADS, 1)
       grouped_tile<GROUP>(t, tiles_m, tiles_n, tm, tn);
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-      consume_k_blocks<STAGES, A_BYTES, B_BYTES>(acc, sA, sB, full, empty, num_k, it, cw, lane,
-                                                 [](uint64_t* bar) { mbar_arrive(bar); });
+      consume_k_blocks<STAGES, A_BYTES, B_BYTES, BN>(acc, sA, sB, full, empty, num_k, it, cw, lane,
+                                                     [](uint64_t* bar) { mbar_arrive(bar); });
       if constexpr (Out::kGateUp) {
         using R = Elem<DType::bf16>;
 #pragma unroll
@@ -133,7 +139,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         tma_store_epilogue<2, OUT_COLS>(reinterpret_cast<const float(&)[OUT_COLS / 2]>(acc), myC, &tmC, M, N,
                                         tm * BM + cw * 64, tn * OUT_COLS, cw, t128);
       } else {
-        tma_store_epilogue<PASSES>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
+        tma_store_epilogue<PASSES, BN>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
       }
     }
     // smem must outlive the last stores' reads of it (the kernel's completion covers their writes)
@@ -149,11 +155,11 @@ std::string tma_store_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) 
 }
 
 // Out = GateUpSwigluC: a.W is Wgate, w2 Wup (both [N, K]), a.C the [M, N] output.
-template <class Ring, class Out = PlainC>
+template <class Ring, class Out = PlainC<Ring::kBN>>
 void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s, const __nv_bfloat16* w2 = nullptr) {
   constexpr size_t SMEM = smem_bytes<Ring>();
   KL_REQUIRE(Out::kGateUp == (w2 != nullptr), "tma_store_gemm: a second weight exactly for gate/up");
-  constexpr int w_rows = Out::kGateUp ? BN / 2 : BN;
+  constexpr int w_rows = Out::kGateUp ? Ring::kBN / 2 : Ring::kBN;
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
   const CUtensorMap tW2 = Out::kGateUp ? map_operand(w2, a.N, a.K, w_rows) : tW;
