@@ -151,7 +151,7 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
 
   // Where a rung's time goes: its launch as steps, each between two events inside the sequence, one
   // row per step (op "<op>_step", variant = the step's index, notes "of" = the rung): rung 00's
-  // (layer_entry_points_steps) and, where it runs, rung 02's (layer_fused_gate_up_steps). The
+  // (layer_entry_points_steps) and, where it runs, the top rung's (layer_fused_residual_steps). The
   // steps' inputs are the layer's own (the rungs ran on them above, validated).
   auto breakdown = [&](int number, std::vector<layer_detail::LayerStep> (*steps_of)(const LayerArgs&)) {
     const auto it = std::find_if(rungs.begin(), rungs.end(), [&](const Rung<LayerArgs>* r) { return r->number == number; });
@@ -172,7 +172,7 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
     }
   };
   breakdown(0, layer_detail::layer_entry_points_steps);
-  breakdown(2, layer_detail::layer_fused_gate_up_steps);
+  breakdown(3, layer_detail::layer_fused_residual_steps);
 }
 
 int run(int argc, char** argv) {

@@ -849,7 +849,7 @@ class Report:
 
     def steps_table(self, family, results_rel=None):
         """Where a launch's time goes: the "<op>_step" rows of `family` (bench_layer times the steps of
-        rung 00 and of rung 02 inside the sequence), one table per rung (notes "of"), one column per
+        rung 00 and of the top rung inside the sequence), one table per rung (notes "of"), one column per
         shape, each cell ms and share of the steps' sum; the last rows the sum and the whole launch's
         own row. "" when there are none."""
         rows = [r for r in self.steps if r["family"] == family and r.get("ok", True)]

@@ -74,7 +74,7 @@ timeout_for() {
 #   sgemm    256 x 256 takes every tile's divisibility path; K kept short (racecheck) except K=288:
 #            4.5 of rung 15's 64-deep tiles, so its 2-stage ring wraps (and rung 14's 3-stage).
 #   gemm_bf16  M=16 with K=1024 reaches the decode and split-K paths; 130 x 72 x 96 the ragged tiles.
-#   layer    a prefill of 96 tokens (more than 64: rung 02's prefill kernel) and a decode step of 2
+#   layer    a prefill of 96 tokens (more than 64: the prefill kernels of rungs 02, 03) and a decode step of 2
 #            (its whole-K kernel), at hidden 256.
 #   attention  square causal and not, D=64 GQA 2 with Sq < Skv, and a light decode step (B=2, Hq=4,
 #            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4).

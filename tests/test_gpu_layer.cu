@@ -6,7 +6,8 @@
 // nothing; a decode step after a prefill reads what the prefill wrote (and
 // matches the last row of a prefill of all the tokens); a decode step captured in a CUDA graph
 // replays to the same bits; rung 02's fused gate/up kernel against the unfused chain and a CPU
-// double computation, and its refusals.
+// double computation, and its refusals; rung 03's down/residual kernel bit for bit against the same
+// GEMM kernel followed by the add, against a CPU double computation, and its refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -253,7 +254,7 @@ TEST(LayerGpu, DecodeAfterPrefillReadsThePrefillRows) {
   EXPECT_GT(e.rel_l2, 5e-2) << "the decode step did not depend on the prefill's cache rows";
 }
 
-// The graph rungs (01, and 02 with its own steps): the second call with the same arguments
+// The graph rungs (01, and 02 and 03 with their own steps): the second call with the same arguments
 // captures, the third and fourth replay the graph (counted), each to the first eager call's bits;
 // other arguments between them run eagerly and are right; inside the caller's own capture the rung
 // launches its steps.
@@ -261,8 +262,9 @@ TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
   KL_REQUIRE_GPU();
   ASSERT_EQ(std::string(layer_rungs().at(1).name), "graph");
   ASSERT_EQ(std::string(layer_rungs().at(2).name), "fused_gate_up");
+  ASSERT_EQ(std::string(layer_rungs().at(3).name), "fused_residual");
   const LayerDims m = layer_test::small_dims();
-  for (int rung : {1, 2})
+  for (int rung : {1, 2, 3})
   for (const Shape& sh : {layer_test::decode(m, 4, 48), layer_test::prefill(m, 2, 32, 40),
                           layer_test::decode(layer_test::medium_dims(), 16, 512)}) {
     const Rung<LayerArgs>& graph = layer_rungs().at(rung);
@@ -319,15 +321,15 @@ TEST(LayerGpu, GraphRungReplaysRepeatedArguments) {
   }
 }
 
-// The entry point runs the top rung, 02 (the fused MLP), for decode steps and prefill alike.
+// The entry point runs the top rung, 03 (the fused MLP and residual), for decode steps and prefill alike.
 TEST(LayerGpu, PickTopRung) {
   KL_REQUIRE_GPU();
   const LayerDims m = layer_test::small_dims();
   Problem dec(layer_test::decode(m, 4, 48), 1), pre(layer_test::prefill(m, 2, 32, 40), 1);
   ASSERT_NE(layer_pick(dec.args(), device_info()), nullptr);
   ASSERT_NE(layer_pick(pre.args(), device_info()), nullptr);
-  EXPECT_EQ(layer_pick(dec.args(), device_info())->number, 2);
-  EXPECT_EQ(layer_pick(pre.args(), device_info())->number, 2);
+  EXPECT_EQ(layer_pick(dec.args(), device_info())->number, 3);
+  EXPECT_EQ(layer_pick(pre.args(), device_info())->number, 3);
 }
 
 // A decode step captured in a CUDA graph: after a first eager call (the families' one-time set-up),
@@ -498,6 +500,134 @@ TEST(LayerGpu, GateUpSwigluRefusals) {
   layer_detail::GateUpArgs pre = ok;
   pre.M = 65;
   EXPECT_EQ(layer_detail::gate_up_swiglu_supports(pre, d), "");
+}
+
+// Rung 03's fused kernel: y = r + bf16(A W^T). Against the same GEMM kernel without the residual
+// (rung 15's whole-K kernel at M <= 64 with the plan's strip, rung 12's tile kernel above) followed
+// by the add on the CPU, bit for bit: the product's accumulation is the same, and the add rounds the
+// bf16 product plus r once, as the residual kernel does. Small shapes also against a CPU double
+// computation. Ragged strips and tiles, M in each activation box (16, 32, 64), several tiles per
+// CTA, the Llama width, and in place (r == y).
+struct DownCase { int M, N, K; bool cpu; };
+void check_down_residual(const DownCase& c, uint64_t seed, bool in_place = false) {
+  const DeviceInfo& d = device_info();
+  SCOPED_TRACE("M=" + std::to_string(c.M) + " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) +
+               (in_place ? " in place" : ""));
+  const size_t nA = size_t(c.M) * c.K, nW = size_t(c.N) * c.K, nY = size_t(c.M) * c.N;
+  bench::DeviceBuffer A(2 * nA), W(2 * nW), R(2 * nY), prod(2 * nY), got(2 * nY);
+  const float w = 1.0f / static_cast<float>(std::sqrt(double(c.K)));
+  bench::fill_uniform(A.ptr, nA, DType::bf16, ++seed, -1.f, 1.f);
+  bench::fill_uniform(W.ptr, nW, DType::bf16, ++seed, -w, w);
+  bench::fill_uniform(R.ptr, nY, DType::bf16, ++seed, -2.f, 2.f);
+  GemmBf16Args g;
+  g.A = A.as<__nv_bfloat16>();
+  g.W = W.as<__nv_bfloat16>();
+  g.C = prod.as<__nv_bfloat16>();
+  g.M = c.M;
+  g.N = c.N;
+  g.K = c.K;
+  const auto* same = find_rung(gemm_bf16_rungs(), c.M <= 64 ? "15" : "12");
+  ASSERT_NE(same, nullptr);
+  ASSERT_EQ(same->supports(g, d), "");
+  same->launch(g, nullptr);
+  layer_detail::DownResidualArgs f;
+  f.A = A.as<__nv_bfloat16>();
+  f.w = W.as<__nv_bfloat16>();
+  f.r = R.as<__nv_bfloat16>();
+  f.y = got.as<__nv_bfloat16>();
+  f.M = c.M;
+  f.N = c.N;
+  f.K = c.K;
+  const std::vector<float> r = download(R, nY);
+  if (in_place) {
+    KL_CHECK(cudaMemcpy(got.ptr, R.ptr, R.bytes, cudaMemcpyDeviceToDevice));
+    f.r = f.y;
+  } else {
+    bench::poison(got.ptr, got.bytes);
+  }
+  ASSERT_EQ(layer_detail::down_residual_supports(f, d), "");
+  layer_detail::down_residual_launch(f, nullptr);
+  KL_CHECK(cudaGetLastError());
+  KL_CHECK(cudaDeviceSynchronize());
+  const std::vector<float> y = download(got, nY), p = download(prod, nY);
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < nY; ++i) {
+    const float want = layer_test::rb(double(p[i]) + double(r[i]));
+    if (!(y[i] == want) && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << "differs from the GEMM plus the add at " << bad << " elements, first y[" << first / c.N
+                     << "][" << first % c.N << "] = " << y[first] << ", want "
+                     << layer_test::rb(double(p[first]) + double(r[first]));
+  if (!c.cpu) return;
+  const std::vector<float> a = download(A, nA), wv = download(W, nW);
+  std::vector<double> ref(nY);
+  for (int i = 0; i < c.M; ++i)
+    for (int j = 0; j < c.N; ++j) {
+      double acc = 0;
+      for (int k = 0; k < c.K; ++k) acc += double(a[size_t(i) * c.K + k]) * wv[size_t(j) * c.K + k];
+      ref[size_t(i) * c.N + j] = r[size_t(i) * c.N + j] + layer_test::rb(acc);  // the product as dn held it
+    }
+  EXPECT_TRUE(kl::test::check_close(y, ref, {1.0 / 64, 1.0 / 64, 2e-3}, "fused vs CPU double"));
+}
+
+// Small and ragged shapes of both kernels (the sanitizer runs these).
+TEST(LayerGpu, DownResidualMatchesGemmPlusAdd) {
+  KL_REQUIRE_GPU();
+  const DownCase cases[] = {{1, 264, 192, true},    {3, 520, 256, true},    {16, 1000, 512, true},
+                            {17, 2824, 1024, false}, {40, 4104, 1024, false}, {64, 4096, 2048, false},
+                            {65, 1000, 520, true},  {129, 264, 192, true},  {300, 2824, 1024, false},
+                            {2100, 4424, 64, false}};
+  uint64_t seed = 1200;
+  for (const DownCase& c : cases) check_down_residual(c, seed += 4);
+  check_down_residual({5, 264, 192, true}, seed += 4, true);
+  check_down_residual({200, 264, 192, true}, seed += 4, true);
+}
+
+// The Llama down projection: decode rows and prefills of several tiles per CTA.
+TEST(LayerGpu, DownResidualLlamaWidth) {
+  KL_REQUIRE_GPU();
+  const DownCase cases[] = {{1, 4096, 14336, false}, {64, 4096, 14336, false}, {4096, 4096, 14336, false}};
+  uint64_t seed = 1300;
+  for (const DownCase& c : cases) check_down_residual(c, seed += 4);
+}
+
+// Refusals of the fused kernel (no launch), by both of its kernels.
+TEST(LayerGpu, DownResidualRefusals) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  bench::DeviceBuffer buf(1 << 20);
+  const auto* p = buf.as<__nv_bfloat16>();
+  layer_detail::DownResidualArgs ok;
+  ok.A = p;
+  ok.w = p + 4096;
+  ok.r = p + 8192;
+  ok.y = buf.as<__nv_bfloat16>() + 12288;
+  ok.M = 4;
+  ok.N = 64;
+  ok.K = 64;
+  ASSERT_EQ(layer_detail::down_residual_supports(ok, d), "");
+  struct Case { const char* what; layer_detail::DownResidualArgs a; const char* says; };
+  auto with = [&](auto f) { layer_detail::DownResidualArgs a = ok; f(a); return a; };
+  const Case cases[] = {
+      {"M = 0", with([](auto& a) { a.M = 0; }), "M >= 1"},
+      {"null residual", with([](auto& a) { a.r = nullptr; }), "null"},
+      {"null y", with([](auto& a) { a.y = nullptr; }), "null"},
+      {"null W", with([](auto& a) { a.w = nullptr; }), "null"},
+      {"residual 2-byte aligned", with([&](auto& a) { a.r = p + 8193; }), "4-byte"},
+      {"residual overlaps y", with([&](auto& a) { a.r = a.y + 8; }), "overlaps"},
+      {"W misaligned", with([&](auto& a) { a.w = p + 4097; }), "16-byte"},
+      {"K % 8", with([](auto& a) { a.K = 60; }), "multiples of 8"},
+      {"prefill, A misaligned", with([&](auto& a) { a.M = 65; a.A = p + 1; }), "16-byte"},
+      {"prefill, residual overlaps y", with([&](auto& a) { a.M = 65; a.r = a.y - 8; }), "overlaps"},
+      {"prefill, N % 8", with([](auto& a) { a.M = 65; a.N = 60; }), "multiples of 8"},
+  };
+  for (const Case& c : cases)
+    EXPECT_NE(layer_detail::down_residual_supports(c.a, d).find(c.says), std::string::npos) << c.what;
+  layer_detail::DownResidualArgs in_place = ok;
+  in_place.r = in_place.y;
+  EXPECT_EQ(layer_detail::down_residual_supports(in_place, d), "");
+  in_place.M = 65;
+  EXPECT_EQ(layer_detail::down_residual_supports(in_place, d), "");
 }
 
 }  // namespace

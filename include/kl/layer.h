@@ -89,7 +89,7 @@ const std::vector<Rung<LayerArgs>>& layer_rungs();
 // the previous call's arguments on the same thread and device reuses that call's pick unchecked:
 // the checks depend on the arguments alone). Never synchronizes.
 // A decode call that repeats the previous call's arguments captures the layer as a CUDA graph once
-// (rungs 01 and 02: host work and the driver's memory for the graph, once per argument set); otherwise
+// (rungs 01 to 03: host work and the driver's memory for the graph, once per argument set); otherwise
 // nothing is allocated. A call can be captured in the caller's own CUDA graph (make one call first: the
 // families' one-time set-up).
 void layer(const LayerArgs& args, cudaStream_t stream);
@@ -119,9 +119,10 @@ namespace layer_detail {
 KL_LAYER_RUNG(entry_points)
 KL_LAYER_RUNG(graph)
 KL_LAYER_RUNG(fused_gate_up)
+KL_LAYER_RUNG(fused_residual)
 #undef KL_LAYER_RUNG
 
-// How many calls of a graph rung (01 graph, 02 fused_gate_up) were a replay of a captured graph,
+// How many calls of a graph rung (01 graph, 02 fused_gate_up, 03 fused_residual) were a replay of a captured graph,
 // in this process.
 long long layer_graph_replays();
 
@@ -136,6 +137,8 @@ struct LayerStep {
 std::vector<LayerStep> layer_entry_points_steps(const LayerArgs& a);
 // Rung 02's launch as its steps (rung 00's with gate, up and SwiGLU as one kernel).
 std::vector<LayerStep> layer_fused_gate_up_steps(const LayerArgs& a);
+// Rung 03's launch as its steps (rung 02's with the down GEMM adding the residual).
+std::vector<LayerStep> layer_fused_residual_steps(const LayerArgs& a);
 }  // namespace layer_detail
 
 }  // namespace kl

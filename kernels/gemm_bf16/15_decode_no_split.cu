@@ -34,12 +34,7 @@ WholeKConfig plan(int M, int N, int bn, int cl, bool splitm) {
 // 32-row strips at three per SM, and strips wider or narrower than one per SM are slower (96: 115
 // CTAs; 80: 138 CTAs, two waves). Clusters multicasting the activation box and split-M pairs
 // multicasting W are slower on every decode shape (the tests run them: ..._launch_strip).
-int strip_of(int N) {
-  const int sms = device_info().sms;
-  for (int bn = 32; bn < 128; bn += 8)
-    if (ceil_div(N, bn) <= sms) return bn;
-  return 128;
-}
+int strip_of(int N) { return one_wave_strip(N, 1, 8); }
 
 WholeKConfig choose(int M, int N, int bn, int cl, bool splitm = false) {
   static PlanCache<std::tuple<int, int, int, int, int, bool>, WholeKConfig> cache;

@@ -18,12 +18,7 @@ namespace hopper_gemm {
 namespace {
 // Strips: the narrowest multiple of 8 (from 32) whose tiles (strips x 64-row tiles of M) fit one
 // CTA per SM; 128 rows when none does (then waves, the ring sized for the CTAs per SM that fit).
-int strip_of_16(int M, int N) {
-  const int sms = device_info().sms, mt = ceil_div(M, 64);
-  for (int bn = 32; bn < 128; bn += 8)
-    if (static_cast<long long>(ceil_div(N, bn)) * mt <= sms) return bn;
-  return 128;
-}
+int strip_of_16(int M, int N) { return one_wave_strip(N, ceil_div(M, 64), 8); }
 // pairs (tests only): clusters of two CTAs on one strip and two neighbouring 64-row tiles,
 // each loading half of every W box and multicasting it (W crosses from L2 once per pair).
 WholeKConfig cfg_16(int M, int N, int bn, int cps, bool pairs) {

@@ -203,6 +203,33 @@ __device__ __forceinline__ void store_acc_bounded(const float (&acc)[BN / 2], __
   }
 }
 
+// The residual step of the decoder layer's down projection, on the same accumulator layout: each
+// value is rounded to bf16 (as a stored GEMM output is), then R [M, N] (bf16, row stride N, 4-byte
+// aligned pairs) is added in fp32; the caller's store rounds once more, so C = bf16(R + bf16(acc))
+// is what a GEMM followed by a residual-add kernel writes. Entries past M or N are left unchanged
+// (never stored).
+template <int BN>
+__device__ __forceinline__ void add_residual_bounded(float (&acc)[BN / 2], const __nv_bfloat16* R, int M,
+                                                     int N, int row0, int col0, int t128) {
+  const int warp = t128 / 32, lane = t128 % 32;
+  const int r = row0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int c = col0 + j * 8 + (lane % 4) * 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (c < N && r + 8 * h < M) {
+        const float2 v =
+            __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(R + (size_t)(r + 8 * h) * N + c));
+        float& lo = acc[4 * j + 2 * h];
+        float& hi = acc[4 * j + 2 * h + 1];
+        lo = __bfloat162float(__float2bfloat16_rn(lo)) + v.x;
+        hi = __bfloat162float(__float2bfloat16_rn(hi)) + v.y;
+      }
+    }
+  }
+}
+
 __device__ __forceinline__ uint32_t pack_bf16x2_hp(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);

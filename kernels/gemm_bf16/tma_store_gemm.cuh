@@ -13,7 +13,8 @@
 // prologue and launches programmatic-dependent, so back to back the next GEMM's launch and prologue
 // run under this one's tail.
 // The same kernel serves the decoder layer's fused MLP (GateUpSwigluC below, BN = 256): each tile's
-// 256 W rows are 128 of Wgate over 128 of Wup, and the epilogue writes silu(gate) * up.
+// 256 W rows are 128 of Wgate over 128 of Wup, and the epilogue writes silu(gate) * up; and its down
+// projection (ResidualC): the epilogue adds the residual stream before the store.
 #pragma once
 #include "common/vec.cuh"
 #include "common/pdl.cuh"
@@ -37,7 +38,7 @@ static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer w
 // What a tile's BN accumulator columns are and what its epilogue writes.
 template <int BN>
 struct PlainC {  // rungs 08, 12, 19: BN rows of W, BN columns of C = A W^T
-  static constexpr bool kGateUp = false;
+  static constexpr bool kGateUp = false, kResidual = false;
   static constexpr int kOutCols = BN;
 };
 // The layer's MLP: columns n0 .. n0 + 127 of two weights, W = Wgate (rows 0-127 of the stage) and
@@ -45,8 +46,15 @@ struct PlainC {  // rungs 08, 12, 19: BN rows of W, BN columns of C = A W^T
 // outputs are: 128 columns of out. A thread's accumulator registers 4j + e (j < 16) and 4(j + 16)
 // + e hold the gate and up values of the same output element (m64n256's n8 chunks j and j + 16).
 struct GateUpSwigluC {
-  static constexpr bool kGateUp = true;
+  static constexpr bool kGateUp = true, kResidual = false;
   static constexpr int kOutCols = 128;
+};
+// The layer's down projection: C = R + bf16(A W^T), R [M, N] added in the epilogue
+// (hopper_gemm.cuh: add_residual_bounded) before the TMA store; every thread has waited for the
+// previous grid before it reads R.
+struct ResidualC {
+  static constexpr bool kGateUp = false, kResidual = true;
+  static constexpr int kOutCols = 256;
 };
 
 // Staging per consumer warpgroup (hopper_gemm.cuh: epilogue_boxes).
@@ -58,17 +66,18 @@ constexpr size_t smem_bytes() {
   return 1024 + Ring::kStages * stage_bytes<Ring>() + 2 * c_bytes<Ring>() + 2 * Ring::kStages * 8;
 }
 
-// tmW2: GateUpSwigluC's second weight (PlainC: unused).
+// tmW2: GateUpSwigluC's second weight (otherwise unused); R: ResidualC's residual (otherwise null).
 template <class Ring, class Out = PlainC<Ring::kBN>>
 __global__ void __launch_bounds__(THREADS, 1)
     tma_store_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
                           const __grid_constant__ CUtensorMap tmW2, const __grid_constant__ CUtensorMap tmC,
-                          int M, int N, int K) {
+                          const __nv_bfloat16* __restrict__ R, int M, int N, int K) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int STAGES = Ring::kStages, PASSES = Ring::kEpiloguePasses, BN = Ring::kBN;
   constexpr int B_BYTES = b_bytes<Ring>(), STAGE_BYTES = stage_bytes<Ring>();
   constexpr int C_BYTES = c_bytes<Ring>();
   static_assert(!Out::kGateUp || BN == 256, "gate/up: 128 rows of each weight per stage");
+  static_assert(Out::kOutCols == (Out::kGateUp ? BN / 2 : BN), "output columns per tile");
   static_assert(!Out::kGateUp || C_BYTES >= 2 * kCSub, "gate/up's two-pass epilogue uses two staging boxes");
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = align1024(smem_raw);
@@ -139,6 +148,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         tma_store_epilogue<2, OUT_COLS>(reinterpret_cast<const float(&)[OUT_COLS / 2]>(acc), myC, &tmC, M, N,
                                         tm * BM + cw * 64, tn * OUT_COLS, cw, t128);
       } else {
+        if constexpr (Out::kResidual) add_residual_bounded<BN>(acc, R, M, N, tm * BM + cw * 64, tn * BN, t128);
         tma_store_epilogue<PASSES, BN>(acc, myC, &tmC, M, N, tm * BM + cw * 64, tn * BN, cw, t128);
       }
     }
@@ -154,11 +164,14 @@ std::string tma_store_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d) 
   return tma_gemm_supports(a, d, smem_bytes<Ring>());
 }
 
-// Out = GateUpSwigluC: a.W is Wgate, w2 Wup (both [N, K]), a.C the [M, N] output.
+// Out = GateUpSwigluC: a.W is Wgate, w2 Wup (both [N, K]), a.C the [M, N] output. Out = ResidualC:
+// r the [M, N] residual.
 template <class Ring, class Out = PlainC<Ring::kBN>>
-void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s, const __nv_bfloat16* w2 = nullptr) {
+void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s, const __nv_bfloat16* w2 = nullptr,
+                           const __nv_bfloat16* r = nullptr) {
   constexpr size_t SMEM = smem_bytes<Ring>();
   KL_REQUIRE(Out::kGateUp == (w2 != nullptr), "tma_store_gemm: a second weight exactly for gate/up");
+  KL_REQUIRE(Out::kResidual == (r != nullptr), "tma_store_gemm: a residual exactly for ResidualC");
   constexpr int w_rows = Out::kGateUp ? Ring::kBN / 2 : Ring::kBN;
   const CUtensorMap tA = map_operand(a.A, a.M, a.K, BM);
   const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
@@ -169,7 +182,7 @@ void tma_store_gemm_launch(const GemmBf16Args& a, cudaStream_t s, const __nv_bfl
   opt_in_smem(reinterpret_cast<const void*>(kernel), SMEM);
   const int tiles = ceil_div(a.M, BM) * ceil_div(a.N, Out::kOutCols);
   const int grid = tiles < device_info().sms ? tiles : device_info().sms;
-  pdl_launch(kernel, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s), tA, tW, tW2, tC, a.M, a.N, a.K);
+  pdl_launch(kernel, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s), tA, tW, tW2, tC, r, a.M, a.N, a.K);
 }
 
 }  // namespace tma_store

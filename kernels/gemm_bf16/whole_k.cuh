@@ -4,9 +4,10 @@
 // warpgroups on alternate k-blocks summed in a fixed order, programmatic dependent launch. Rung 15
 // (15_decode_no_split.cu) launches one tile row (M <= 64); rung 16 (16_small_tiles.cu) launches a
 // second grid dimension over 64-row tiles of M. The design is in 15_decode_no_split.cu's header
-// and docs/gemm_bf16.md. The decoder layer's rung 02 (kernels/layer/gate_up_swiglu.cu) runs the
-// same kernel over two weights with SwiGLU in the epilogue (GateUpSwiglu). Host code and
-// kernels live in an unnamed namespace: each including file instantiates what its dispatch names.
+// and docs/gemm_bf16.md. The decoder layer (kernels/layer/fused_gemms.cu) runs the same kernel over
+// two weights with SwiGLU in the epilogue (GateUpSwiglu, rung 02) and with the residual added in the
+// epilogue (WithResidual, rung 03). Host code and kernels live in an unnamed namespace: each
+// including file instantiates what its dispatch names.
 #pragma once
 #include <algorithm>
 #include <tuple>
@@ -47,12 +48,16 @@ constexpr int min_ctas(int BN) { return BN <= 32 ? 3 : BN <= 64 ? 2 : 1; }
 //   kCluster CTAs of a cluster (1: no cluster);
 //   kLanes   producer lanes;
 //   kSplitM  the CTAs of a cluster share one strip and split M (SplitMPair);
-//   kGateUp  the W rows are two weights' strips and the epilogue writes SwiGLU (GateUpSwiglu).
+//   kGateUp  the W rows are two weights' strips and the epilogue writes SwiGLU (GateUpSwiglu);
+//   kResidual the epilogue adds a residual tensor to the rounded product (WithResidual).
 template <int kActRows, int kWRows>
 struct WholeKTile {
   static constexpr int kMP = kActRows, kBN = kWRows, kCluster = 1, kLanes = NL;
-  static constexpr bool kSplitM = false, kGateUp = false;
+  static constexpr bool kSplitM = false, kGateUp = false, kResidual = false;
 };
+// No change (the plain tile, as a wrapper for the width dispatch).
+template <class Tile>
+using Plain = Tile;
 // Clusters of kCtas neighbouring strips, each CTA loading kMP / kCtas rows of every activation box
 // and multicasting them to all.
 template <class Tile, int kCtas>
@@ -81,18 +86,25 @@ template <class Tile>
 struct GateUpSwiglu : Tile {
   static constexpr bool kGateUp = true;
 };
+// (The decoder layer's down projection.) C = R + bf16(A W^T): the epilogue rounds the sum of the two
+// warpgroups to bf16, as a stored GEMM output is, adds R [M, N] in fp32 and stores once more rounded.
+template <class Tile>
+struct WithResidual : Tile {
+  static constexpr bool kResidual = true;
+};
 
 template <class Config>
 __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
     whole_k_gemm_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmW,
-                        const __grid_constant__ CUtensorMap tmW2, __nv_bfloat16* __restrict__ C, int M, int N,
-                        int K, int stages, int wpre) {
+                        const __grid_constant__ CUtensorMap tmW2, __nv_bfloat16* __restrict__ C,
+                        const __nv_bfloat16* __restrict__ R, int M, int N, int K, int stages, int wpre) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int MP = Config::kMP, BN = Config::kBN, CL = Config::kCluster, LANES = Config::kLanes;
-  constexpr bool SPLITM = Config::kSplitM, GATEUP = Config::kGateUp;
+  constexpr bool SPLITM = Config::kSplitM, GATEUP = Config::kGateUp, RESIDUAL = Config::kResidual;
   static_assert(MP == 16 || MP == 32 || MP == 64, "activation box rows");
   static_assert(BN % 8 == 0 && BN >= 32 && BN <= (GATEUP ? 256 : 128), "W rows per CTA");
   static_assert(!GATEUP || (CL == 1 && (BN / 2) % 8 == 0), "gate/up: no cluster, two whole-atom boxes");
+  static_assert(!RESIDUAL || (CL == 1 && !GATEUP), "residual: one CTA, one weight");
   constexpr int NC = GATEUP ? BN / 2 : BN;     // output columns per CTA, and per warpgroup's wgmma
   constexpr int KSTEP = GATEUP ? 1 : 2;        // k-blocks per warpgroup step: every one, or alternate
   constexpr bool MC = CL > 1;                  // a cluster: empty barriers freed by every CTA
@@ -254,6 +266,12 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
                  : acc[i + e] + w[e];
       }
       // Rows >= M (and, split over M, rows past this CTA's MP), columns >= N skipped.
+      if constexpr (RESIDUAL) {
+        // R may be written by any earlier kernel of the stream: this thread waits for the previous
+        // grid (the producer's wait covers only the loads it issued).
+        pdl_wait();
+        add_residual_bounded<NC>(acc, R, min(M, m0 + MP), N, m0, n0, t128);
+      }
       store_acc_bounded<NC>(acc, C, min(M, m0 + MP), N, m0, n0, t128);
     }
   }
@@ -264,8 +282,9 @@ __global__ void __launch_bounds__(THREADS, min_ctas(Config::kBN))
 // Which instantiations a dispatch holds (each including file instantiates what its dispatch names):
 // kDecode (rung 15) every configuration its plan and tests name: MP = 16, 32, 64, clusters, one
 // producer lane; kSmallTiles (rung 16) MP = 64 with four lanes only, alone or in split-M pairs;
-// kGateUp (the layer's MLP) GateUpSwiglu, MP = 16, 32, 64, strips of 32, 48, ..., 128 columns.
-enum class KernelSet { kDecode, kSmallTiles, kGateUp };
+// kGateUp (the layer's MLP) GateUpSwiglu, MP = 16, 32, 64, strips of 32, 48, ..., 128 columns;
+// kResidual (the layer's down projection) WithResidual, MP = 16, 32, 64, strips of 32, 48, ..., 128.
+enum class KernelSet { kDecode, kSmallTiles, kGateUp, kResidual };
 
 // A launch configuration (the plans of rungs 15 and 16 fill it; the tests force other values).
 struct WholeKConfig {
@@ -294,12 +313,13 @@ void with_cl(const WholeKConfig& c, F&& f) {
   }
   throw BadArgument("whole-K kernel: no kernel for MP=" + std::to_string(MP) + " CL=" + std::to_string(c.cl));
 }
-// Strip widths without clusters: every multiple of 8 from 32 to 128 (the plan's menu).
-template <int MP, int BN, class F>
+// Strip widths without clusters: every multiple of STEP from BN to 128 (rung 15's menu: 8 from 32;
+// the residual kernel's: 16 from 32), the tile changed by Wrap.
+template <int MP, int BN, template <class> class Wrap = Plain, int STEP = 8, class F>
 void with_width(const WholeKConfig& c, F&& f) {
   if constexpr (BN <= 128) {
-    if (c.bn == BN) return f(WholeKTile<MP, BN>{});
-    return with_width<MP, BN + 8>(c, f);
+    if (c.bn == BN) return f(Wrap<WholeKTile<MP, BN>>{});
+    return with_width<MP, BN + STEP, Wrap, STEP>(c, f);
   }
   throw BadArgument("whole-K kernel: no kernel for BN=" + std::to_string(c.bn));
 }
@@ -349,6 +369,11 @@ void with_kernel(const WholeKConfig& c, F&& f) {
     if (c.mp == 16) return with_gate_up<16, 64>(c, f);
     if (c.mp == 32) return with_gate_up<32, 64>(c, f);
     return with_gate_up<64, 64>(c, f);
+  } else if constexpr (SET == KernelSet::kResidual) {
+    KL_REQUIRE(!c.gate_up && c.cl == 1 && c.lanes == NL && !c.splitm, "residual kernel: one CTA, four lanes");
+    if (c.mp == 16) return with_width<16, 32, WithResidual, 16>(c, f);
+    if (c.mp == 32) return with_width<32, 32, WithResidual, 16>(c, f);
+    return with_width<64, 32, WithResidual, 16>(c, f);
   } else {
     KL_REQUIRE(!c.gate_up, "whole-K kernel: a gate/up configuration outside the gate/up dispatch");
     if constexpr (SET == KernelSet::kDecode) {
@@ -415,6 +440,15 @@ inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) 
   return "";
 }
 
+// The narrowest strip (a multiple of `step` from 32 rows) with which `mtiles` tile rows of strips
+// over N fit one CTA per SM in one wave; 128 when none does (then several per SM, in waves).
+inline int one_wave_strip(int N, int mtiles, int step) {
+  const int sms = device_info().sms;
+  for (int bn = 32; bn < 128; bn += step)
+    if (static_cast<long long>(ceil_div(N, bn)) * mtiles <= sms) return bn;
+  return 128;
+}
+
 // With more CTAs than one wave holds: the ring for the most CTAs per SM the device really places
 // (rings sized for more CTAs than the registers allow would run one CTA per SM on a shallow ring:
 // BN >= 72 uses 117-146 registers, one CTA per SM).
@@ -439,9 +473,11 @@ WholeKConfig one_wave_cfg(Make make) {
 }
 
 // Launches configuration `cf` (tensor maps built per launch: a pointer change never meets a stale
-// map). `w2`: the second weight of a gate/up configuration (a.W is the first).
+// map). `w2`: the second weight of a gate/up configuration (a.W is the first); `r`: the residual of a
+// residual configuration ([M, N], as C).
 template <KernelSet SET>
-void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s, const __nv_bfloat16* w2 = nullptr) {
+void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s, const __nv_bfloat16* w2 = nullptr,
+                const __nv_bfloat16* r = nullptr) {
   KL_REQUIRE(cf.stages % 2 == 0 && cf.stages >= 4, "whole-K kernel: ring depth " << cf.stages << " (even, >= 4)");
   with_kernel<SET>(cf, [&](auto k) {
     using Kn = decltype(k);
@@ -452,11 +488,12 @@ void launch_cfg(const GemmBf16Args& a, const WholeKConfig& cf, cudaStream_t s, c
     const CUtensorMap tW = map_operand(a.W, a.N, a.K, w_rows);
     KL_REQUIRE(Kn::kGateUp == (w2 != nullptr), "whole-K kernel: a second weight exactly for gate/up");
     const CUtensorMap tW2 = Kn::kGateUp ? map_operand(w2, a.N, a.K, w_rows) : tW;
+    KL_REQUIRE(Kn::kResidual == (r != nullptr), "whole-K kernel: a residual exactly for the residual kernel");
     opt_in_smem(kernel_fn<Kn>(), SMEM_OPTIN);
     // Programmatic dependent launch only on created streams (pdl.cuh).
     pdl_launch_cluster(whole_k_gemm_kernel<Kn>, dim3(cf.grid, cf.mtiles), dim3(THREADS), cf.smem, s,
-                       pdl_stream(s), Kn::kCluster > 1 ? Kn::kCluster : 0, tA, tW, tW2, a.C, a.M, a.N, a.K,
-                       cf.stages, cf.wpre);
+                       pdl_stream(s), Kn::kCluster > 1 ? Kn::kCluster : 0, tA, tW, tW2, a.C, r, a.M, a.N,
+                       a.K, cf.stages, cf.wpre);
   });
 }
 

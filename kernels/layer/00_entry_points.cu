@@ -93,6 +93,7 @@ struct Plan {
   AddRmsnormArgs norm2;
   SwigluArgs act;
   GateUpArgs gate_up;  // gate, up and act as one kernel (rung 02's MLP)
+  DownResidualArgs down_res;  // down and the residual add as one kernel (rung 03's), writing y
 };
 
 GemmBf16Args gemm_args(const bf16* A, const bf16* W, bf16* C, long long M, int N, int K, char* ws,
@@ -189,6 +190,13 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.gate_up.N = m.mlp;
   p.gate_up.K = m.hidden;
   p.down = gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, gemm_ws);
+  p.down_res.A = at(p.lay.act);
+  p.down_res.w = a.w.wdown;
+  p.down_res.r = at(p.lay.r);
+  p.down_res.y = a.y;
+  p.down_res.M = static_cast<int>(T);
+  p.down_res.N = m.hidden;
+  p.down_res.K = m.mlp;
   return p;
 }
 
@@ -225,6 +233,10 @@ std::string layer_entry_points_supports(const LayerArgs& a, const DeviceInfo& d)
 
 std::string layer_gate_up_supports(const LayerArgs& a, const DeviceInfo& d) {
   return gate_up_swiglu_supports(make_plan(a, d).gate_up, d);
+}
+
+std::string layer_down_residual_supports(const LayerArgs& a, const DeviceInfo& d) {
+  return down_residual_supports(make_plan(a, d).down_res, d);
 }
 
 std::vector<LayerStep> layer_steps(const LayerArgs& a, MlpSteps mlp) {
@@ -270,12 +282,16 @@ std::vector<LayerStep> layer_steps(const LayerArgs& a, MlpSteps mlp) {
   }
   steps.push_back({"gemm o", [p](cudaStream_t s) { gemm_bf16(p->oproj, s); }});
   steps.push_back({"add_rmsnorm", [p](cudaStream_t s) { add_rmsnorm(p->norm2, s); }});
-  if (mlp == MlpSteps::fused_gate_up) {
+  if (mlp != MlpSteps::separate) {
     steps.push_back({"gate_up_swiglu", [p](cudaStream_t s) { gate_up_swiglu_launch(p->gate_up, s); }});
   } else {
     steps.push_back({"gemm gate", [p](cudaStream_t s) { gemm_bf16(p->gate, s); }});
     steps.push_back({"gemm up", [p](cudaStream_t s) { gemm_bf16(p->up, s); }});
     steps.push_back({"swiglu", [p](cudaStream_t s) { swiglu(p->act, s); }});
+  }
+  if (mlp == MlpSteps::fused_residual) {
+    steps.push_back({"down_residual", [p](cudaStream_t s) { down_residual_launch(p->down_res, s); }});
+    return steps;
   }
   steps.push_back({"gemm down", [p](cudaStream_t s) { gemm_bf16(p->down, s); }});
   const long long n = T * m.hidden;

@@ -9,7 +9,7 @@
 // Why: a decode layer is 13 to 15 short kernels; replayed as one graph the GPU starts each without
 //   a host launch of its own, and a decode GEMM's CTAs start fetching weights while the kernel
 //   before it drains.
-// The replay machinery (layer_graph_run) serves every graph rung: rung 02 replays its own steps.
+// The replay machinery (layer_graph_run) serves every graph rung: rungs 02 and 03 replay their own steps.
 // Limits: a graph serves one argument set (pointers, shape, kv_len): a decode loop whose kv_len
 //   grows every step never replays one and runs rung 00's launches. A capture (host work and the
 //   driver's memory for the instantiated graph) happens once per argument set; the 8 most recent

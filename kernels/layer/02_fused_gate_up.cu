@@ -1,7 +1,7 @@
 // 02 fused_gate_up — rung 01 with the MLP's gate GEMM, up GEMM and SwiGLU as one kernel.
 //
 // Parent: 01 graph.
-// Change: the three become one kernel (gate_up_swiglu.cu) that reads both weights and writes
+// Change: the three become one kernel (fused_gemms.cu) that reads both weights and writes
 //   silu(g) * u, so the g and u tensors are never written or read. Decode (up to 64 tokens): the
 //   whole-K kernel, each CTA streaming the same strip of Wgate and Wup, consumer warpgroup 0 on the
 //   gate strip and 1 on the up strip. Prefill: the persistent 128 x 256 tile kernel with 128 rows of

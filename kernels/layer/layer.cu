@@ -28,6 +28,8 @@ const std::vector<Rung<LayerArgs>>& layer_rungs() {
        layer_graph_supports, layer_graph_launch, 0},
       {2, "fused_gate_up", "the MLP's gate GEMM, up GEMM and SwiGLU as one kernel streaming both weights",
        layer_fused_gate_up_supports, layer_fused_gate_up_launch, 1},
+      {3, "fused_residual", "the MLP's down GEMM adds the residual stream in its epilogue and writes y",
+       layer_fused_residual_supports, layer_fused_residual_launch, 2},
   };
   return table;
 }
@@ -191,8 +193,9 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   return "";
 }
 
-// The top rung that takes the arguments: 02 (gate, up and SwiGLU as one kernel: one weight stream
-// at decode, one GEMM and no [T, mlp] round trips at prefill), else 01 (a decode step is tens of
+// The top rung that takes the arguments: 03 (02 with the down GEMM writing y = r + down: no dn
+// tensor, no residual kernel), else 02 (gate, up and SwiGLU as one kernel: one weight stream at
+// decode, one GEMM and no [T, mlp] round trips at prefill), else 01 (a decode step is tens of
 // microseconds of kernels, and the graph removes the gaps between them), else 00.
 const Rung<LayerArgs>* layer_pick(const LayerArgs& a, const DeviceInfo& d) {
   return best_supported(layer_rungs(), a, d);

@@ -18,7 +18,7 @@
 //             the two layouts are then the same bytes)
 //   r, h2     [T, hidden]: the residual stream after the attention, its RMSNorm
 //   g, u, act [T, mlp]: gate, up, swiglu(gate, up)
-//   dn        [T, hidden]: the down projection
+//   dn        [T, hidden]: the down projection (rungs 00-02)
 #pragma once
 #include <cuda_bf16.h>
 
@@ -75,7 +75,7 @@ inline auto layer_key(const LayerArgs& a, int dev) {
 }
 using LayerKey = decltype(layer_key(LayerArgs{}, 0));
 
-// The MLP's first half as one kernel (gate_up_swiglu.cu): act [M, N] = silu(A Wgate^T) *
+// The MLP's first half as one kernel (fused_gemms.cu): act [M, N] = silu(A Wgate^T) *
 // (A Wup^T), A [M, K], both weights [N, K], any M >= 1 (the whole-K decode kernel up to 64 rows,
 // the persistent tile kernel above); sm_90a. Refusal reasons as the families give.
 struct GateUpArgs {
@@ -88,14 +88,30 @@ struct GateUpArgs {
 std::string gate_up_swiglu_supports(const GateUpArgs& a, const DeviceInfo& d);
 void gate_up_swiglu_launch(const GateUpArgs& a, cudaStream_t s);
 
-// How a layer launch runs the MLP's gate, up and SwiGLU: three family calls (rungs 00, 01), or
-// the fused kernel (rung 02).
-enum class MlpSteps { separate, fused_gate_up };
+// The MLP's down projection and the residual add as one kernel (fused_gemms.cu): y [M, N] = r +
+// bf16(A W^T), A [M, K], W [N, K], r [M, N] (r == y allowed, no other overlap), by the same two
+// kernels as GateUpArgs; sm_90a.
+struct DownResidualArgs {
+  const __nv_bfloat16* A = nullptr;
+  const __nv_bfloat16* w = nullptr;
+  const __nv_bfloat16* r = nullptr;
+  __nv_bfloat16* y = nullptr;
+  int M = 0, N = 0, K = 0;
+};
+std::string down_residual_supports(const DownResidualArgs& a, const DeviceInfo& d);
+void down_residual_launch(const DownResidualArgs& a, cudaStream_t s);
+
+// How a layer launch runs the MLP: gate, up, SwiGLU, down and the residual add as five steps
+// (rungs 00, 01); gate, up and SwiGLU as one kernel (rung 02); and the down GEMM adding the
+// residual in its epilogue (rung 03).
+enum class MlpSteps { separate, fused_gate_up, fused_residual };
 // The steps of one layer launch (rung 00's, with the MLP as `mlp` says). Arguments checked by the
 // caller.
 std::vector<LayerStep> layer_steps(const LayerArgs& a, MlpSteps mlp);
-// "" when the fused kernel takes `a`'s MLP (its shape, device and pointers), else its reason.
+// "" when the fused kernel takes `a`'s gate/up (or down/residual) step (its shape, device and
+// pointers), else its reason.
 std::string layer_gate_up_supports(const LayerArgs& a, const DeviceInfo& d);
+std::string layer_down_residual_supports(const LayerArgs& a, const DeviceInfo& d);
 
 // A graph rung's launch (01_graph.cu): a call that repeats the previous call's arguments for the
 // same rung captures `launch` once, later ones replay it; other calls run `launch` eagerly.
