@@ -774,13 +774,13 @@ TEST(GemmBf16Hopper, Refusals) {
 TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
   KL_REQUIRE_GPU();
   // One shape per decode class of the pick (M <= 8, 8 < M <= 16, 16 < M <= 32, M > 32; N >= 8192
-  // with M <= 16, 16 < M <= 32 and M > 32), ragged, plus a one-wave shape (rung 16) and a Hopper
+  // with M <= 16, 16 < M <= 32 and M > 32), ragged, plus a one-wave shape (rung 19) and a Hopper
   // prefill shape.
   for (auto s : {Dims{5, 264, 72, "decode"}, Dims{12, 264, 520, "decode, 8 < M <= 16"},
                  Dims{20, 1032, 520, "decode, 16 < M <= 32"}, Dims{40, 264, 1000, "decode, M > 32"},
                  Dims{9, 8200, 136, "decode, wide N"}, Dims{20, 8200, 136, "decode, wide N, 16 < M <= 32"},
                  Dims{33, 8200, 136, "decode, wide N, M > 32"},
-                 Dims{200, 264, 72, "one wave of 64x128 tiles"},
+                 Dims{200, 264, 72, "one wave of 128x64 tiles"},
                  Dims{2126, 2264, 136, "hopper, more tiles than one wave"}}) {
     Problem p(s.M, s.N, s.K, 11);
     GemmBf16Args a = p.args();
@@ -794,10 +794,10 @@ TEST(GemmBf16Hopper, EntryPointPicksAndComputes) {
     std::string why;
     if (hopper_here(&why) && s.M <= 64 && (s.N < 8192 || s.M > 16))
       EXPECT_EQ(picked->number, 15) << "[" << s.what << "] auto picked rung " << picked->number;
-    // ... and M > 64 shapes whose 64 x 128 tiles fit one CTA per SM must get rung 16, others not.
+    // ... and M > 64 shapes whose 128 x 64 tiles fit one CTA per SM must get rung 19, others not.
     if (hopper_here(&why) && s.M > 64) {
-      const bool one_wave = static_cast<long long>((s.M + 63) / 64) * ((s.N + 127) / 128) <= kl::device_info().sms;
-      EXPECT_EQ(picked->number == 16, one_wave) << "[" << s.what << "] auto picked rung " << picked->number;
+      const bool one_wave = static_cast<long long>((s.M + 127) / 128) * ((s.N + 63) / 64) <= kl::device_info().sms;
+      EXPECT_EQ(picked->number == 19, one_wave) << "[" << s.what << "] auto picked rung " << picked->number;
     }
     p.poison();
     kl::gemm_bf16(a, 0);

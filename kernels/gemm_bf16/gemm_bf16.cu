@@ -96,13 +96,12 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // first (docs/gemm_bf16.md has the rows). The first rung in the
 // list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses without a
 // workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13 (cluster
-// multicast) are in no list: slower than 08/12 on every shape. Rung 18 (ping-pong consumers) leads
-// the small prefill shapes with at least 64 of its 128x128 tiles (the epilogue of one tile under
-// the other consumer's mainloop is a large share there); behind rung 12 from 2048^3 up.
+// multicast) are in no list: slower than 08/12 on every shape. Rung 19 (128x64 tiles) leads every
+// shape whose tiles fit one wave; rung 18 (ping-pong consumers, 128x128 tiles) the small prefill
+// shapes past that (640x2048x2048); both are behind rung 12 from 2048^3 up.
 namespace {
 enum class ShapeClass {
-  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, OneWaveWide, SmallPrefill,
-  Prefill
+  DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, SmallPrefill, Prefill
 };
 
 ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
@@ -118,14 +117,11 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
     if (a.M <= 16) return ShapeClass::Decode16;
     return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
   }
-  // Rung 16's 64 x 128 tiles fit one CTA per SM (M x N up to ~1 M on the H200): it leads there
-  // (1024^3, 1000x1000x1024, 512x1024x1024, 128x4096x4096, 256x4096x4096; 05 is next). With more
-  // tiles than one wave it falls far behind 05 / 12, so the class is one wave only. Where rung 18
-  // has at least 64 tiles of 128x128 (1024^3, 1000x1000x1024, 256x4096x4096) it is ahead of 16;
-  // with fewer (512x1024x1024, 128x4096x4096) 16's twice as many CTAs win.
-  if (static_cast<long long>((a.M + 63) / 64) * ((a.N + 127) / 128) <= d.sms)
-    return static_cast<long long>((a.M + 127) / 128) * ((a.N + 127) / 128) >= 64 ? ShapeClass::OneWaveWide
-                                                                                 : ShapeClass::OneWave;
+  // Rung 19's 128 x 64 tiles fit one CTA per SM (M x N up to ~1 M on the H200): it leads there
+  // (1024^3, 1000x1000x1024, 512x1024x1024, 128x4096x4096, 256x4096x4096), then 18 and 16. With
+  // more tiles than one wave it falls behind 18 and 12 (640x2048x2048, 2048x1024x4096), so the
+  // class is one wave only.
+  if (static_cast<long long>((a.M + 127) / 128) * ((a.N + 63) / 64) <= d.sms) return ShapeClass::OneWave;
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: rung 18's
   // 128x128 tiles per consumer lead (640x2048x2048), then the 128x128 wgmma rung 05 and rung 03's
   // 64x128 tile, all ahead of 08 there.
@@ -146,8 +142,7 @@ const std::vector<int>& preference(ShapeClass c) {
   // Where the sm_90a rungs refuse (sm_120), each list falls to the portable rungs (17, 04, 10, 03,
   // ...) in their measured order for the class; tests/test_gpu_gemm_bf16.cu checks it on a faked
   // sm_120. Rung 17 (03's tile fed by TMA) leads 03 and 04 on every prefill shape, not at decode.
-  static const std::vector<int> kOneWave = {16, 18, 5, 17, 4, 3, 12, 8, 2, 1, 0};
-  static const std::vector<int> kOneWaveWide = {18, 16, 5, 17, 4, 3, 12, 8, 2, 1, 0};
+  static const std::vector<int> kOneWave = {19, 18, 16, 5, 17, 4, 3, 12, 8, 2, 1, 0};
   static const std::vector<int> kSmallPrefill = {18, 5, 17, 3, 12, 8, 4, 2, 1, 0};
   static const std::vector<int> kPrefill = {12, 8, 7, 6, 5, 17, 3, 4, 2, 1, 0};
   switch (c) {
@@ -159,7 +154,6 @@ const std::vector<int>& preference(ShapeClass c) {
     case ShapeClass::DecodeWide32: return kDecodeWide32;
     case ShapeClass::DecodeWide64: return kDecodeWide64;
     case ShapeClass::OneWave: return kOneWave;
-    case ShapeClass::OneWaveWide: return kOneWaveWide;
     case ShapeClass::SmallPrefill: return kSmallPrefill;
     default: return kPrefill;
   }
