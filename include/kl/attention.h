@@ -5,7 +5,8 @@
 // query head h reads KV head h / (Hq / Hkv)). Sq <= Skv; with causal, query i may see keys
 // j <= i + (Skv - Sq) (the diagonal aligned to the end: decode is Sq = 1 against the whole cache).
 // Rungs 00-03 (part 1, sm_80+) live in NN_*.cu; the sm_90a rungs (part 2) are appended by
-// attention_append_hopper_rungs(), defined in hopper_rungs.cu.
+// attention_append_hopper_rungs() and attention_append_late_hopper_rungs(), defined in
+// hopper_rungs.cu.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -33,6 +34,7 @@ struct AttentionArgs {
 
 const std::vector<Rung<AttentionArgs>>& attention_rungs();
 void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& table);
+void attention_append_late_hopper_rungs(std::vector<Rung<AttentionArgs>>& table);  // after rung 11
 size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceInfo& d);
 
 // Entry point: best supported rung for the shape; throws kl::BadArgument on bad input.

@@ -80,6 +80,7 @@ const std::vector<Rung<AttentionArgs>>& attention_rungs() {
                  "rung 03's mma.sync tile fed by TMA boxes (producer warp) through full/empty "
                  "mbarriers, no block barrier in the KV loop; sm_90 and sm_120",
                  attention_tma_mma_sync_supports, attention_tma_mma_sync_launch, /*parent=*/3});
+    attention_append_late_hopper_rungs(t);
     return t;
   }();
   return table;

@@ -87,23 +87,26 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   // 128B-swizzle TMA destinations and wgmma descriptors (base offset 0) need 1024-byte alignment.
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) &
                                              ~uintptr_t(1023));
-  uint8_t* sQ = smem;
-  uint8_t* sK = sQ + C::kQBytes;
+  uint8_t* sQ = smem;  // [kQBuffers] Q tiles
+  uint8_t* sK = sQ + C::kQBuffers * C::kQBytes;
   uint8_t* sV = sK + C::kStages * C::kKVBytes;
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + C::kBarOffset);
-  uint64_t* q_full = bars;
-  uint64_t* k_full = bars + 1;
-  uint64_t* v_full = bars + 1 + C::kStages;
-  uint64_t* k_empty = bars + 1 + 2 * C::kStages;
-  uint64_t* v_empty = bars + 1 + 3 * C::kStages;
-  uint64_t* q_empty = bars + 1 + 4 * C::kStages;  // persistent: Q of the current item consumed
-  volatile int* item_slot = reinterpret_cast<volatile int*>(bars + 2 + 4 * C::kStages);
+  uint64_t* q_full = bars;  // [kQBuffers]
+  uint64_t* k_full = q_full + C::kQBuffers;
+  uint64_t* v_full = k_full + C::kStages;
+  uint64_t* k_empty = v_full + C::kStages;
+  uint64_t* v_empty = k_empty + C::kStages;
+  uint64_t* q_empty = v_empty + C::kStages;  // [kQBuffers] persistent: Q of an item consumed
+  // [kQBuffers] persistent: the item whose Q a buffer holds (one int per 8-byte slot)
+  volatile int* item_slot = reinterpret_cast<volatile int*>(q_empty + C::kQBuffers);
   const KvRing ring{sK, sV, k_full, v_full, k_empty, v_empty};
   const Scheduler sched{q_full, q_empty, item_slot};
 
   if (threadIdx.x == 0) {
-    mbar_init(q_full, 1);
-    mbar_init(q_empty, C::kConsumers * 128);  // every consumer thread (each read *item_slot)
+    for (int b = 0; b < C::kQBuffers; ++b) {
+      mbar_init(&q_full[b], 1);
+      mbar_init(&q_empty[b], C::kConsumers * 128);  // every consumer thread (each read its item slot)
+    }
     for (int s = 0; s < C::kStages; ++s) {
       mbar_init(&k_full[s], 1);                      // producer's arrive.expect_tx
       mbar_init(&v_full[s], 1);
@@ -130,7 +133,6 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   const int c = int(__reduce_max_sync(0xffffffffu, unsigned(C::kWS ? wg - 1 : wg)));
   const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
   const int r_lo = c * 64 + warp * 16 + lane / 4;  // tile row of h = 0; h = 1 is r_lo + 8
-  const uint8_t* q_wg = sQ + c * (64 * 128);       // this warpgroup's 64 rows in every panel
   const int diag = p.Skv - p.Sq;
   int it = 0, items = 0;  // ring position / items done (the producer counts the same way)
 
@@ -140,6 +142,8 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     const TileRange tr = tile_range<C>(p, m_blk);
     const int n = tr.n, t0 = tr.t0, m0 = tr.m0, mask_from = tr.mask_from;
     it = sched.ring_position(it);
+    const int qb = sched.q_buffer(items);  // the Q tile of this item
+    const uint8_t* q_wg = sQ + qb * C::kQBytes + c * (64 * 128);  // this warpgroup's 64 rows in every panel
 
     Turns turns(c);
     turns.item_start(n);
@@ -160,7 +164,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
     Producer::template item_start<C>(p, sQ, q_full, ring, n, m0, t0, bh);
     if (n > 0) {
       sched.wait_q();
-      Mainloop::template run<C, Producer>(p, ring, sched, turns, q_wg, it, n, t0, mask_from, lim,
+      Mainloop::template run<C, Producer>(p, ring, sched, turns, q_wg, qb, it, n, t0, mask_from, lim,
                                           bh, warp, lane, o, m_run, l_run, alpha, s, pf);
     }
 

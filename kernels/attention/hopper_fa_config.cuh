@@ -23,14 +23,15 @@ struct Cfg {
   static constexpr bool kPingPong = WarpgroupTurns::kPingpong;
   using Scheduler = typename Choices::Scheduler;
   static constexpr bool kPersistent = Scheduler::kPersistent;
+  static constexpr int kQBuffers = Scheduler::kQBuffers;  // Q tiles in shared memory (1, or 2 in turn)
   static constexpr int kPanels = D / 64;          // 64-column (128-byte) swizzle panels
   static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
   static constexpr int kQBytes = BM * D * 2;
   static constexpr int kKVBytes = BN * D * 2;  // one K (or V) tile
-  static constexpr int kBarOffset = kQBytes + 2 * kStages * kKVBytes;
-  // mbarriers: q_full, k_full[kStages], v_full[kStages], k_empty[kStages], v_empty[kStages],
-  // q_empty; then the persistent item slot (8 bytes)
-  static constexpr int kSmemBytes = kBarOffset + 8 * (3 + 4 * kStages) + 1024;  // +1024: align slack
+  static constexpr int kBarOffset = kQBuffers * kQBytes + 2 * kStages * kKVBytes;
+  // mbarriers: q_full[kQBuffers], k_full[kStages], v_full[kStages], k_empty[kStages],
+  // v_empty[kStages], q_empty[kQBuffers]; then the persistent item slots (8 bytes per Q buffer)
+  static constexpr int kSmemBytes = kBarOffset + 8 * (3 * kQBuffers + 4 * kStages) + 1024;  // +1024: align slack
   // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
   // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
   // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
@@ -48,6 +49,7 @@ struct Cfg {
   static_assert(!kPingPong || (kOverlap && kConsumers == 2), "ping-pong: two overlapped consumers");
   static_assert(!kWS || kStages >= 2, "a producer needs at least two stages to run ahead");
   static_assert(!kPersistent || kWS, "the persistent item loop is driven by the producer");
+  static_assert(kQBuffers == 1 || (kQBuffers == 2 && kPersistent), "a second Q tile serves the next item");
 };
 
 struct Params {

@@ -229,9 +229,10 @@ struct ProducerWarpgroup {
         const TileRange tr = tile_range<C>(p, m_blk);
         if (tr.n > 0) {  // (always: every row sees key 0)
           sched.publish(items, w);
-          mbar_arrive_expect_tx(q_full, C::kQBytes);
+          const int qb = sched.q_buffer(items);
+          mbar_arrive_expect_tx(&q_full[qb], C::kQBytes);
           for (int pn = 0; pn < C::kPanels; ++pn)
-            tma_load_3d(sQ + pn * (C::BM * 128), &p.tmQ, q_full, pn * 64, tr.m0, bh);
+            tma_load_3d(sQ + qb * C::kQBytes + pn * (C::BM * 128), &p.tmQ, &q_full[qb], pn * 64, tr.m0, bh);
           for (int i = 0; i < tr.n; ++i, ++it) {
             const int stage = it % C::kStages;
             const uint32_t ph = ((it / C::kStages) & 1) ^ 1;
@@ -319,7 +320,7 @@ struct SerialMainloop {
   template <class C, class Producer, class Scheduler, class Turns>
   static __device__ __forceinline__ void run(
       const Params& p, const KvRing& ring, const Scheduler& sched, Turns&, const uint8_t* q_wg,
-      int it, int n, int t0, int mask_from, const int (&lim)[2], int bh, int, int lane,
+      int qb, int it, int n, int t0, int mask_from, const int (&lim)[2], int bh, int, int lane,
       float (&o)[C::D / 2], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2],
       float (&s)[C::BN / 2], uint32_t (&pf)[C::BN / 16][4]) {
     using Softmax = OnlineSoftmax<C::BN, C::D>;
@@ -348,7 +349,7 @@ struct SerialMainloop {
       wgmma_fence_operands_u32(pf);
       Producer::template kv_read<C>(p, ring, stage, i, n, t, bh, lane);
     }
-    sched.release_q();  // every S of this item retired: sQ may be refilled
+    sched.release_q(qb);  // every S of this item retired: its Q tile may be refilled
   }
 #endif
 };
@@ -362,7 +363,7 @@ struct OverlappedMainloop {
   template <class C, class Producer, class Scheduler, class Turns>
   static __device__ __forceinline__ void run(
       const Params& p, const KvRing& ring, const Scheduler& sched, Turns& turns,
-      const uint8_t* q_wg, int it, int n, int t0, int mask_from, const int (&lim)[2], int,
+      const uint8_t* q_wg, int qb, int it, int n, int t0, int mask_from, const int (&lim)[2], int,
       int warp, int lane, float (&o)[C::D / 2], float (&m_run)[2], float (&l_run)[2],
       float (&alpha)[2], float (&s)[C::BN / 2], uint32_t (&pf)[C::BN / 16][4]) {
     using Softmax = OnlineSoftmax<C::BN, C::D>;
@@ -419,7 +420,7 @@ struct OverlappedMainloop {
       Softmax::rescale_o(o, alpha);
       Mma::pack_p(s, pf);
     }
-    sched.release_q();  // every S of this item retired: sQ may be refilled
+    sched.release_q(qb);  // every S of this item retired: its Q tile may be refilled
     const int lstage = (it + n - 1) % C::kStages;
     mbar_wait(&ring.v_full[lstage], ((it + n - 1) / C::kStages) & 1);
     turns.begin();

@@ -1,7 +1,7 @@
 // kernels/attention/hopper_fa_scheduler.cuh — which work items (a BM-row tile of one (b, kv head))
-// a CTA of the sm_90a attention kernel (hopper_fa.cuh) computes, and in what order. A rung's
-// configuration names one: `using Scheduler = BlockOrderScheduler;` (rungs 04-07) or
-// `HeaviestFirstScheduler` (08, 10).
+// a CTA of the sm_90a attention kernel (hopper_fa.cuh) computes, and in what order, and how many
+// Q tiles shared memory holds. A rung's configuration names one: `using Scheduler =
+// BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler` (12).
 //
 // The kernel asks a scheduler, constructed over the Q barriers and the item slot in shared memory:
 //   host      grid(p, kv_head_bytes, sms)       the grid; sets the persistent fields of Params
@@ -12,7 +12,8 @@
 //   consumer  consumer_item(p, items, bh, m_blk)  the next item (false: no more work)
 //             ring_position(it)                 the K/V ring position, as the loop should see it
 //             wait_q()                          Q of the item is in shared memory
-//             release_q()                       every S of the item retired: sQ may be refilled
+//             release_q(qb)                     every S of the item retired: Q tile qb may be refilled
+//   both      q_buffer(items)                   the Q tile (0 .. kQBuffers - 1) of the items-th item
 #pragma once
 #include <cuda_runtime.h>
 
@@ -35,6 +36,7 @@ static __device__ int g_fa_tile_ctr[2];
 // share the K/V of a few heads in L2.
 struct BlockOrderScheduler {
   static constexpr bool kPersistent = false;
+  static constexpr int kQBuffers = 1;
   uint64_t* q_full;
   uint64_t* q_empty;
   volatile int* item_slot;
@@ -55,8 +57,9 @@ struct BlockOrderScheduler {
     return true;
   }
   __device__ __forceinline__ int ring_position(int it) const { return it; }
+  __device__ __forceinline__ int q_buffer(int) const { return 0; }
   __device__ __forceinline__ void wait_q() const { mbar_wait(q_full, 0); }
-  __device__ __forceinline__ void release_q() const {}
+  __device__ __forceinline__ void release_q(int) const {}
 #endif
 };
 
@@ -67,6 +70,7 @@ struct BlockOrderScheduler {
 // writes -1 and completes q_full without a transaction.
 struct HeaviestFirstScheduler {
   static constexpr bool kPersistent = true;
+  static constexpr int kQBuffers = 1;
   static constexpr int kL2GroupMB = 8;  // a head group's K/V fit in this much L2
   uint64_t* q_full;
   uint64_t* q_empty;
@@ -113,7 +117,11 @@ struct HeaviestFirstScheduler {
     if (items > 0) mbar_wait_watchdog(q_empty, (items - 1) & 1);
     *item_slot = -1;  // end of work: completes q_full's next phase without a transaction
     mbar_arrive(q_full);
-    if (atomicAdd(&g_fa_tile_ctr[1], 1) == int(gridDim.x) - 1) {  // last CTA: reset
+    count_done();
+  }
+  // This CTA takes no more tickets; the last CTA to get here resets the counter.
+  static __device__ __forceinline__ void count_done() {
+    if (atomicAdd(&g_fa_tile_ctr[1], 1) == int(gridDim.x) - 1) {
       atomicExch(&g_fa_tile_ctr[0], 0);
       atomicExch(&g_fa_tile_ctr[1], 0);
     }
@@ -134,12 +142,51 @@ struct HeaviestFirstScheduler {
   __device__ __forceinline__ int ring_position(int it) const {
     return int(__reduce_max_sync(0xffffffffu, unsigned(it)));  // see consumer_item
   }
+  __device__ __forceinline__ int q_buffer(int) const { return 0; }
   __device__ __forceinline__ void wait_q() const {}  // consumer_item waited on q_full
   // Every consumer thread arrives (release), not one lane per warp after __syncwarp: each thread
   // read *item_slot, and its own arrive orders that read before the producer's next write of the
   // slot. (The one-lane form is ordered too, through __syncwarp and cumulativity, but
   // compute-sanitizer racecheck reported it as a hazard.)
-  __device__ __forceinline__ void release_q() const { mbar_arrive(q_empty); }
+  __device__ __forceinline__ void release_q(int) const { mbar_arrive(q_empty); }
+#endif
+};
+
+// HeaviestFirstScheduler's items and order over two Q tiles used in turn: item k (of this CTA)
+// goes to tile k % 2, with its own q_full / q_empty / item slot, so the producer publishes item
+// k + 1 and loads its Q while the consumers still run item k (it waits only until item k - 1 has
+// retired its last S). Phases: the j-th use of a tile is item 2j + b, completing phase j & 1.
+struct DoubleQScheduler : HeaviestFirstScheduler {
+  static constexpr int kQBuffers = 2;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  // Tile items % 2 is free once item items - 2 retired its last S (its consumers read the slot
+  // long before).
+  __device__ __forceinline__ void publish(int items, int w) const {
+    const int b = items & 1;
+    if (items >= 2) mbar_wait_watchdog(&q_empty[b], ((items - 2) >> 1) & 1);
+    item_slot[b] = w;  // published by the arrive (release) of the Q load
+  }
+  __device__ __forceinline__ void producer_done(int items) const {
+    const int b = items & 1;
+    if (items >= 2) mbar_wait_watchdog(&q_empty[b], ((items - 2) >> 1) & 1);
+    item_slot[b] = -1;  // end of work: completes q_full[b]'s next phase without a transaction
+    mbar_arrive(&q_full[b]);
+    count_done();
+  }
+  __device__ __forceinline__ bool consumer_item(const Params& p, int items, int& bh,
+                                                int& m_blk) const {
+    const int b = q_buffer(items);
+    mbar_wait(&q_full[b], (items >> 1) & 1);
+    const int w = __reduce_max_sync(0xffffffffu, item_slot[b]);  // uniform: see the parent
+    if (w < 0) return false;
+    item(p, w, bh, m_blk);
+    return true;
+  }
+  // Uniform (redux.sync) so that Q's wgmma descriptors stay on the uniform datapath.
+  __device__ __forceinline__ int q_buffer(int items) const {
+    return int(__reduce_max_sync(0xffffffffu, unsigned(items & 1)));
+  }
+  __device__ __forceinline__ void release_q(int qb) const { mbar_arrive(&q_empty[qb]); }
 #endif
 };
 

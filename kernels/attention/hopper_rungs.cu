@@ -1,8 +1,9 @@
 // kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
-// attention.cu. Each rung's number, name and one change are written here and nowhere else. The
-// kernels of 04-08 and 10 are one template (hopper_fa.cuh): rung 04 takes its defaults, and each
-// later rung file writes its configuration as its parent's plus one change, the named piece it
-// picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
+// attention.cu: 04-10 here, and 12 by attention_append_late_hopper_rungs (after the portable rung
+// 11, so the table stays in ladder order). Each rung's number, name and one change are written here
+// and nowhere else. The kernels of 04-08, 10 and 12 are one template (hopper_fa.cuh): rung 04 takes
+// its defaults, and each later rung file writes its configuration as its parent's plus one change,
+// the named piece it picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
 // hopper_fa_scheduler.cuh) or, in rung 10, the KV tile size.
 #include <algorithm>
 
@@ -33,6 +34,12 @@ void attention_append_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
                attention_decode_split_kv_supports, attention_decode_split_kv_launch, /*parent=*/3});
   t.push_back({10, "wide_kv_tile", "D = 128: 128 x 176 tiles (wgmma n176), setmaxnreg 24/240",
                attention_wide_kv_tile_supports, attention_wide_kv_tile_launch, /*parent=*/8});
+}
+
+void attention_append_late_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
+  t.push_back({12, "double_q",
+               "two Q tiles used in turn: the next item's Q loads while the current item runs",
+               attention_double_q_supports, attention_double_q_launch, /*parent=*/8});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
