@@ -98,9 +98,10 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest
 // rung". Prefill classes: causal or not, and the KV length, short (Skv < 2048, between the
 // measured 1024 and 4096) or long (docs/attention.md has the rows):
-// - causal, every length and D: 08 first (its per-tile descriptor arithmetic is on the uniform
-//   datapath), then 07 and 10 (order per length), 06;
-// - non-causal short: 08 first, then 07 and 10;
+// - short (both masks): 12 first (two Q tiles: the next item's Q loads under the current item,
+//   which matters when an item has few key tiles), then 08, 07 and 10;
+// - causal long: 08 first (its per-tile descriptor arithmetic is on the uniform datapath), then 12,
+//   10, 07, 06;
 // - non-causal long: 06 first at both D, then 07 and 08.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
 // faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
@@ -108,17 +109,19 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-const int kPrefillCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalLong[] = {8, 10, 7, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalShort[] = {8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLong[] = {6, 7, 8, 10, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 10, 4, 3, 2, 1, 0};
+const int kPrefillCausalShort[] = {12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillCausalLong[] = {8, 12, 10, 7, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalShort[] = {12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 10, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 12, 10, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
-static_assert(sizeof kPrefillCausalShort == 10 * sizeof(int) && sizeof kPrefillCausalLong == 10 * sizeof(int) &&
-                  sizeof kPrefillNonCausalShort == 10 * sizeof(int) &&
-                  sizeof kPrefillNonCausalLong == 10 * sizeof(int) &&
-                  sizeof kPrefillNonCausalLongD64 == 10 * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
-              "attention_pick walks 10 prefill and 2 decode entries");
+constexpr size_t kPrefillEntries = 11;
+static_assert(sizeof kPrefillCausalShort == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillCausalLong == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillNonCausalShort == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillNonCausalLongD64 == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
+              "attention_pick walks 11 prefill and 2 decode entries");
 }  // namespace
 
 const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const DeviceInfo& d) {
@@ -143,7 +146,7 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
     order = kPrefillCausalLong;
   else if (args.D == 64)
     order = kPrefillNonCausalLongD64;
-  if (const auto* r = first_supported(order, 10)) return r;
+  if (const auto* r = first_supported(order, kPrefillEntries)) return r;
   return best_supported(table, args, d);
 }
 
