@@ -82,29 +82,21 @@ TEST(GemmBf16Cpu, TmaMmaSyncRefusals) {
     EXPECT_NE(r17.supports(args(M, 4096, 4096), small).find("shared memory"), std::string::npos) << M;
 }
 
-// Rung 18 (ping-pong consumers): in the table under its parent, and refused off Hopper before any
-// device query (its other refusals follow the sm_90a check, which asks the card: the GPU tests).
-TEST(GemmBf16Cpu, PingpongRegistered) {
+// A Hopper rung in the table under its parent, refused off Hopper before any device query (its
+// other refusals follow the sm_90a check, which asks the card: the GPU tests).
+void expect_hopper_rung(int number, const char* name, int parent, const GemmBf16Args& a) {
   const auto& t = gemm_bf16_rungs();
-  ASSERT_GT(t.size(), 18u);
-  EXPECT_EQ(t[18].number, 18);
-  EXPECT_STREQ(t[18].name, "pingpong");
-  EXPECT_EQ(t[18].parent, 12);
+  ASSERT_GT(t.size(), size_t(number));
+  EXPECT_EQ(t[number].number, number);
+  EXPECT_STREQ(t[number].name, name);
+  EXPECT_EQ(t[number].parent, parent);
   DeviceInfo sm120 = fake_h200();
   sm120.cc_major = 12;
-  EXPECT_NE(t[18].supports(args(4096, 4096, 4096), sm120).find("sm_90a"), std::string::npos);
+  EXPECT_NE(t[number].supports(a, sm120).find("sm_90a"), std::string::npos) << name;
 }
 
-// Rung 19 (128 x 64 tiles of rung 12's kernel): in the table under rung 12, refused off Hopper.
-TEST(GemmBf16Cpu, NarrowTilesRegistered) {
-  const auto& t = gemm_bf16_rungs();
-  ASSERT_GT(t.size(), 19u);
-  EXPECT_EQ(t[19].number, 19);
-  EXPECT_STREQ(t[19].name, "narrow_tiles");
-  EXPECT_EQ(t[19].parent, 12);
-  DeviceInfo sm120 = fake_h200();
-  sm120.cc_major = 12;
-  EXPECT_NE(t[19].supports(args(1024, 1024, 1024), sm120).find("sm_90a"), std::string::npos);
-}
+// Rung 18 (ping-pong consumers) and rung 19 (128 x 64 tiles of rung 12's kernel).
+TEST(GemmBf16Cpu, PingpongRegistered) { expect_hopper_rung(18, "pingpong", 12, args(4096, 4096, 4096)); }
+TEST(GemmBf16Cpu, NarrowTilesRegistered) { expect_hopper_rung(19, "narrow_tiles", 12, args(1024, 1024, 1024)); }
 
 }  // namespace

@@ -96,20 +96,6 @@ struct Plan {
   DownResidualArgs down_res;  // down and the residual add as one kernel (rung 03's), writing y
 };
 
-GemmBf16Args gemm_args(const bf16* A, const bf16* W, bf16* C, long long M, int N, int K, char* ws,
-                       size_t ws_bytes) {
-  GemmBf16Args g;
-  g.A = A;
-  g.W = W;
-  g.C = C;
-  g.M = static_cast<int>(M);
-  g.N = N;
-  g.K = K;
-  g.workspace = ws;
-  g.workspace_bytes = ws_bytes;
-  return g;
-}
-
 Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   Plan p;
   const LayerDims& m = a.dims;
@@ -129,7 +115,7 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.norm1.eps = m.eps;
   p.norm1.dtype = DType::bf16;
 
-  p.qkv = gemm_args(at(p.lay.h), a.w.wqkv, at(p.lay.qkv), T, width, m.hidden, ws, gemm_ws);
+  p.qkv = layer_gemm_args(at(p.lay.h), a.w.wqkv, at(p.lay.qkv), T, width, m.hidden, ws, gemm_ws);
 
   const int* pos = a.pos;
   if (!pos) {
@@ -163,7 +149,8 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.att.workspace_bytes = p.lay.att_bytes;
 
   if (p.lay.copy_o) p.o_tok = at(p.lay.o_tok);
-  p.oproj = gemm_args(p.lay.copy_o ? p.o_tok : at(p.lay.o), a.w.wo, at(p.lay.r), T, m.hidden, hq_d, ws, gemm_ws);
+  p.oproj =
+      layer_gemm_args(p.lay.copy_o ? p.o_tok : at(p.lay.o), a.w.wo, at(p.lay.r), T, m.hidden, hq_d, ws, gemm_ws);
 
   p.norm2.r = at(p.lay.r);  // holds o Wo^T; becomes r = x + o Wo^T
   p.norm2.x = a.x;
@@ -174,8 +161,8 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.norm2.eps = m.eps;
   p.norm2.dtype = DType::bf16;
 
-  p.gate = gemm_args(at(p.lay.h2), a.w.wgate, at(p.lay.g), T, m.mlp, m.hidden, ws, gemm_ws);
-  p.up = gemm_args(at(p.lay.h2), a.w.wup, at(p.lay.u), T, m.mlp, m.hidden, ws, gemm_ws);
+  p.gate = layer_gemm_args(at(p.lay.h2), a.w.wgate, at(p.lay.g), T, m.mlp, m.hidden, ws, gemm_ws);
+  p.up = layer_gemm_args(at(p.lay.h2), a.w.wup, at(p.lay.u), T, m.mlp, m.hidden, ws, gemm_ws);
   p.act.g = at(p.lay.g);
   p.act.u = at(p.lay.u);
   p.act.y = at(p.lay.act);
@@ -189,7 +176,7 @@ Plan make_plan(const LayerArgs& a, const DeviceInfo& d) {
   p.gate_up.M = static_cast<int>(T);
   p.gate_up.N = m.mlp;
   p.gate_up.K = m.hidden;
-  p.down = gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, gemm_ws);
+  p.down = layer_gemm_args(at(p.lay.act), a.w.wdown, at(p.lay.dn), T, m.hidden, m.mlp, ws, gemm_ws);
   p.down_res.A = at(p.lay.act);
   p.down_res.w = a.w.wdown;
   p.down_res.r = at(p.lay.r);

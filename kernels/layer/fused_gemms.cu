@@ -41,17 +41,6 @@ hg::WholeKConfig whole_k_plan(int M, int N) {
   });
 }
 
-GemmBf16Args gemm_args(const __nv_bfloat16* A, const __nv_bfloat16* W, __nv_bfloat16* C, int M, int N, int K) {
-  GemmBf16Args g;
-  g.A = A;
-  g.W = W;
-  g.C = C;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  return g;
-}
-
 // What both fused GEMMs require of the product's operands: the kernel M selects takes them.
 std::string fused_gemm_supports(const GemmBf16Args& g, const DeviceInfo& d) {
   if (!g.A || !g.W || !g.C) return "null pointer";
@@ -59,8 +48,8 @@ std::string fused_gemm_supports(const GemmBf16Args& g, const DeviceInfo& d) {
   return g.M <= 64 ? hg::whole_k_supports(g, d) : hg::tma_store::tma_store_gemm_supports<hg::FourStages>(g, d);
 }
 
-GemmBf16Args gate_args(const GateUpArgs& a) { return gemm_args(a.A, a.w_gate, a.act, a.M, a.N, a.K); }
-GemmBf16Args down_args(const DownResidualArgs& a) { return gemm_args(a.A, a.w, a.y, a.M, a.N, a.K); }
+GemmBf16Args gate_args(const GateUpArgs& a) { return layer_gemm_args(a.A, a.w_gate, a.act, a.M, a.N, a.K); }
+GemmBf16Args down_args(const DownResidualArgs& a) { return layer_gemm_args(a.A, a.w, a.y, a.M, a.N, a.K); }
 
 }  // namespace
 

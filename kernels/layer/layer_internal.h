@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "kl/attention.h"
+#include "kl/gemm_bf16.h"
 #include "kl/layer.h"
 
 namespace kl::layer_detail {
@@ -58,6 +59,21 @@ WorkspaceLayout workspace_layout(const LayerArgs& a, const FamilyScratch& s);
 // The attention call of `a`'s shape (no pointers, no workspace): B, Hq, Hkv, Sq = S, Skv = kv_len,
 // D, causal.
 AttentionArgs attention_shape(const LayerArgs& a);
+
+// The GEMM arguments of C [M, N] = A [M, K] W [N, K]^T (the workspace as given; none by default).
+inline GemmBf16Args layer_gemm_args(const __nv_bfloat16* A, const __nv_bfloat16* W, __nv_bfloat16* C, long long M,
+                                    int N, int K, void* ws = nullptr, size_t ws_bytes = 0) {
+  GemmBf16Args g;
+  g.A = A;
+  g.W = W;
+  g.C = C;
+  g.M = static_cast<int>(M);
+  g.N = N;
+  g.K = K;
+  g.workspace = ws;
+  g.workspace_bytes = ws_bytes;
+  return g;
+}
 
 // Tokens B * S.
 inline long long layer_tokens(const LayerArgs& a) { return static_cast<long long>(a.B) * a.S; }
