@@ -97,8 +97,8 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses without a
 // workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13 (cluster
 // multicast) are in no list: slower than 08/12 on every shape. Rung 19 (128x64 tiles) leads every
-// shape whose tiles fit one wave; rung 18 (ping-pong consumers, 128x128 tiles) the small prefill
-// shapes past that (640x2048x2048); both are behind rung 12 from 2048^3 up.
+// shape whose tiles fit one wave; rung 18 (ping-pong consumers, 128x128 tiles) leads the small
+// prefill class past that; both are behind rung 12 from 2048^3 up.
 namespace {
 enum class ShapeClass {
   DecodeOne, Decode16, Decode32, Decode64, DecodeWide, DecodeWide32, DecodeWide64, OneWave, SmallPrefill, Prefill
@@ -118,9 +118,8 @@ ShapeClass classify(const GemmBf16Args& a, const DeviceInfo& d) {
     return a.M <= 32 ? ShapeClass::Decode32 : ShapeClass::Decode64;
   }
   // Rung 19's 128 x 64 tiles fit one CTA per SM (M x N up to ~1 M on the H200): it leads there
-  // (1024^3, 1000x1000x1024, 512x1024x1024, 128x4096x4096, 256x4096x4096), then 18 and 16. With
-  // more tiles than one wave it falls behind 18 and 12 (640x2048x2048, 2048x1024x4096), so the
-  // class is one wave only.
+  // (1024^3, 1000x1000x1024), then 18 and 16. With more tiles than one wave it falls behind 12 and
+  // 18 (2048^3, 4097x1016x520), so the class is one wave only.
   if (static_cast<long long>((a.M + 127) / 128) * ((a.N + 63) / 64) <= d.sms) return ShapeClass::OneWave;
   // Under ~2 M outputs (1024^2-ish) a 128x256 tile gives fewer than 32 tiles on 132 SMs: rung 18's
   // 128x128 tiles per consumer lead (640x2048x2048), then the 128x128 wgmma rung 05 and rung 03's

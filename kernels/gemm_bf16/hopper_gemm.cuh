@@ -13,6 +13,7 @@
 
 #include "common/hopper.cuh"
 #include "common/tma.h"
+#include "common/vec.cuh"
 #include "kl/gemm_bf16.h"
 
 namespace kl {
@@ -221,10 +222,9 @@ __device__ __forceinline__ void add_residual_bounded(float (&acc)[BN / 2], const
       if (c < N && r + 8 * h < M) {
         const float2 v =
             __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(R + (size_t)(r + 8 * h) * N + c));
-        float& lo = acc[4 * j + 2 * h];
-        float& hi = acc[4 * j + 2 * h + 1];
-        lo = __bfloat162float(__float2bfloat16_rn(lo)) + v.x;
-        hi = __bfloat162float(__float2bfloat16_rn(hi)) + v.y;
+        using Bf16 = Elem<DType::bf16>;
+        acc[4 * j + 2 * h] = Bf16::round(acc[4 * j + 2 * h]) + v.x;
+        acc[4 * j + 2 * h + 1] = Bf16::round(acc[4 * j + 2 * h + 1]) + v.y;
       }
     }
   }

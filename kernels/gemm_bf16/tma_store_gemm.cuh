@@ -142,9 +142,9 @@ __global__ void __launch_bounds__(THREADS, 1)
       consume_k_blocks<STAGES, A_BYTES, B_BYTES, BN>(acc, sA, sB, full, empty, num_k, it, cw, lane,
                                                      [](uint64_t* bar) { mbar_arrive(bar); });
       if constexpr (Out::kGateUp) {
-        using R = Elem<DType::bf16>;
+        using Bf16 = Elem<DType::bf16>;
 #pragma unroll
-        for (int i = 0; i < BN / 4; ++i) acc[i] = silu_mul(R::round(acc[i]), R::round(acc[i + BN / 4]));
+        for (int i = 0; i < BN / 4; ++i) acc[i] = silu_mul(Bf16::round(acc[i]), Bf16::round(acc[i + BN / 4]));
         tma_store_epilogue<2, OUT_COLS>(reinterpret_cast<const float(&)[OUT_COLS / 2]>(acc), myC, &tmC, M, N,
                                         tm * BM + cw * 64, tn * OUT_COLS, cw, t128);
       } else {

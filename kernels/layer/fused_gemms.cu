@@ -74,10 +74,8 @@ std::string down_residual_supports(const DownResidualArgs& a, const DeviceInfo& 
   if (!why.empty()) return why;
   if (!aligned(a.r, 4)) return "the residual must be 4-byte aligned (bf16 pairs)";
   // In place (r == y) each element is read before it is written, by the thread that writes it.
-  const auto lo = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
-  const uintptr_t bytes = 2ull * static_cast<uintptr_t>(a.M) * static_cast<uintptr_t>(a.N);
-  if (static_cast<const void*>(a.r) != static_cast<const void*>(a.y) && lo(a.r) < lo(a.y) + bytes &&
-      lo(a.y) < lo(a.r) + bytes)
+  const double bytes = 2.0 * a.M * a.N;
+  if (static_cast<const void*>(a.r) != static_cast<const void*>(a.y) && overlap(span(a.r, bytes), span(a.y, bytes)))
     return "the residual overlaps the output (only r == y, in place, is allowed)";
   return "";
 }

@@ -129,19 +129,6 @@ size_t layer_workspace_bytes(const LayerArgs& shape_only, const DeviceInfo& d) {
   return layer_detail::workspace_layout(shape_only, layer_detail::family_scratch_bytes(shape_only, d)).total;
 }
 
-namespace {
-
-struct Span {
-  uintptr_t lo, hi;  // [lo, hi) bytes
-};
-Span span(const void* p, double bytes) {
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
-  return {lo, lo + static_cast<uintptr_t>(bytes)};
-}
-bool overlap(const Span& a, const Span& b) { return a.lo < b.hi && b.lo < a.hi; }
-
-}  // namespace
-
 std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   std::ostringstream why;
   const LayerDims& m = a.dims;
@@ -176,6 +163,9 @@ std::string layer_check_args(const LayerArgs& a, const DeviceInfo& d) {
   if (a.mode == LayerMode::decode && !a.pos) return "decode needs the positions pos[B]";
   if (!a.workspace) return "null workspace (size it with layer_workspace_bytes)";
   if (!aligned(a.workspace, 256)) return "workspace must be 256-byte aligned";
+  using layer_detail::Span;
+  using layer_detail::overlap;
+  using layer_detail::span;
   const Span x = span(a.x, 2 * T * m.hidden), y = span(a.y, 2 * T * m.hidden);
   const Span kc = span(a.k_cache, 2 * cache), vc = span(a.v_cache, 2 * cache);
   const Span ws = span(a.workspace, static_cast<double>(a.workspace_bytes));

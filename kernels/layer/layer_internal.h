@@ -23,6 +23,7 @@
 #include <cuda_bf16.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -74,6 +75,16 @@ inline GemmBf16Args layer_gemm_args(const __nv_bfloat16* A, const __nv_bfloat16*
   g.workspace_bytes = ws_bytes;
   return g;
 }
+
+// A byte range [lo, hi) of device memory, for the overlap checks.
+struct Span {
+  uintptr_t lo, hi;
+};
+inline Span span(const void* p, double bytes) {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+  return {lo, lo + static_cast<uintptr_t>(bytes)};
+}
+inline bool overlap(const Span& a, const Span& b) { return a.lo < b.hi && b.lo < a.hi; }
 
 // Tokens B * S.
 inline long long layer_tokens(const LayerArgs& a) { return static_cast<long long>(a.B) * a.S; }
