@@ -20,7 +20,7 @@ namespace hopper_gemm {
 std::string gemm_bf16_cluster_multicast_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return cluster::cluster_gemm_supports<ThreeStages>(a, d);
 }
-void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<ThreeStages>(a, s); }
+void gemm_bf16_cluster_multicast_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<ThreeStages, cluster::PairAlongM>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

@@ -17,7 +17,7 @@ namespace hopper_gemm {
 std::string gemm_bf16_cluster_multicast_4stage_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   return cluster::cluster_gemm_supports<FourStages>(a, d);
 }
-void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<FourStages>(a, s); }
+void gemm_bf16_cluster_multicast_4stage_launch(const GemmBf16Args& a, cudaStream_t s) { cluster::cluster_gemm_launch<FourStages, cluster::PairAlongM>(a, s); }
 
 }  // namespace hopper_gemm
 }  // namespace kl

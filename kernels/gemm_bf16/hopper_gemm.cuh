@@ -35,12 +35,12 @@ struct ThreeStages {  // rungs 08, 09: 3 stages + 64 KB of staging, the 64 x 256
   static constexpr int kEpiloguePasses = 1;
   static constexpr int kBN = 256;
 };
-struct FourStages {  // rungs 12, 13, 14: 4 stages + 32 KB of staging, four 64 x 64 passes
+struct FourStages {  // rungs 12, 13, 14, 21: 4 stages + 32 KB of staging, four 64 x 64 passes
   static constexpr int kStages = 4;
   static constexpr int kEpiloguePasses = 4;
   static constexpr int kBN = 256;
 };
-// Rung 19 (tma_store_gemm.cuh only): 128 x 64 tiles, each consumer warpgroup an m64n64 block; a
+// Rungs 19 (tma_store_gemm.cuh) and 20 (cluster_gemm.cuh): 128 x 64 tiles, each consumer warpgroup an m64n64 block; a
 // 24 KB stage, so 8 stages, and one 64 x 64 staging box per warpgroup, stored in one pass.
 struct NarrowTiles {
   static constexpr int kStages = 8;
@@ -116,6 +116,12 @@ void gemm_bf16_pingpong_launch(const GemmBf16Args& a, cudaStream_t s);
 // Rung 19 (narrow_tiles): rung 12's kernel over 128 x 64 tiles (NarrowTiles): small GEMMs.
 std::string gemm_bf16_narrow_tiles_supports(const GemmBf16Args& a, const DeviceInfo& d);
 void gemm_bf16_narrow_tiles_launch(const GemmBf16Args& a, cudaStream_t s);
+// Rung 20 (pair_along_n): rung 19's tiles in 2-CTA clusters along N sharing A by multicast.
+std::string gemm_bf16_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
+// Rung 21 (wide_pair_along_n): rung 13's 128 x 256 tiles, pairs along N sharing A.
+std::string gemm_bf16_wide_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_wide_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N
