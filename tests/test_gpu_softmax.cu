@@ -156,8 +156,9 @@ TEST(SoftmaxGpu, PicksTheIntendedRung) {
     for (const auto& r : softmax_rungs()) found += r.number == n;
     EXPECT_EQ(found, 1) << "pick order names rung " << n;
   }
-  // Measured best per class (docs/softmax.md): 08 for 8192-wide bf16 rows (its only class), 07
-  // for every other row that fits registers, 05 for rows longer than one block holds.
+  // Measured best per class (docs/softmax.md): 08 for 8192-wide bf16 rows (its only class), 03 for
+  // rows on the scalar path and f32 rows of 1024 to 2048 elements, 07 for every other row that
+  // fits registers, 05 for rows longer than one block holds.
   EXPECT_EQ(pick(16384, 8192, DType::bf16), 8);
   EXPECT_EQ(pick(64, 8192, DType::bf16), 8);       // rung 05 measured slower where a row fits
   EXPECT_EQ(pick(4096, 16384, DType::f32), 7);
@@ -165,8 +166,11 @@ TEST(SoftmaxGpu, PicksTheIntendedRung) {
   EXPECT_EQ(pick(4096, 32768, DType::bf16), 7);    // a 1024-thread row
   EXPECT_EQ(pick(65536, 4096, DType::bf16), 7);
   EXPECT_EQ(pick(4096, 1024, DType::bf16), 7);
-  EXPECT_EQ(pick(4096, 4099, DType::f32), 7);      // unaligned rows still stay in registers
-  EXPECT_EQ(pick(4096, 8191, DType::bf16), 7);     // unaligned: 08 needs 16-byte rows
+  EXPECT_EQ(pick(4096, 512, DType::f32), 7);
+  EXPECT_EQ(pick(4096, 1024, DType::f32), 3);
+  EXPECT_EQ(pick(4096, 2048, DType::f32), 3);
+  EXPECT_EQ(pick(4096, 4099, DType::f32), 3);      // unaligned rows: the scalar path, 03 first
+  EXPECT_EQ(pick(4096, 8191, DType::bf16), 3);     // unaligned: 08 needs 16-byte rows
   if (d.cc() >= 90) EXPECT_EQ(pick(16, 131072, DType::bf16), 5);  // too long: a cluster per row
   EXPECT_NE(pick(16384, 8192, DType::bf16), 6);    // measured slower than 03/04: never picked
 }

@@ -37,7 +37,8 @@ const std::vector<Rung<SoftmaxArgs>>& softmax_rungs();
 // throw kl::BadArgument before any launch.
 void softmax(const SoftmaxArgs& args, cudaStream_t stream);
 // The rung softmax() would launch (the bench's "auto" row), or nullptr: the first supported rung
-// of softmax_pick_order() (the measured best first; see softmax.cu).
+// of softmax_pick_order() (the measured best first; see softmax.cu), with rung 03 tried first on
+// rows that are not 16-byte vectors and on f32 rows of 1024 to 2048 elements.
 const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& args, const DeviceInfo& d);
 const std::vector<int>& softmax_pick_order();
 

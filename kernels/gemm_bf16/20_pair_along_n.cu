@@ -8,9 +8,11 @@
 // Why: at 128 x 64 the A box is two thirds of a stage. A one-wave GEMM (1024^3: 128 CTAs, 16
 //   k-blocks each) moves every stage from L2 to all SMs at once; sharing A cuts that traffic per
 //   CTA per k-block from 24 KB to 16 KB.
-// Limits: the pair is in lock-step (a slot is free when both CTAs released it); with an odd N-tile
-//   count the last pair's rank 1 loads but stores nothing; the grid is capped by co-resident
-//   clusters, not SMs. Code: cluster_gemm.cuh with NarrowTiles and PairAlongN.
+// Limits: the pair is in lock-step (a slot is free when both CTAs released it), and a cluster
+//   launch and its two cluster barriers are a fixed cost that a one-wave GEMM of a few microseconds
+//   does not earn back: slower than 19 on the one-wave shapes, so in no pick list (docs/gemm_bf16.md).
+//   With an odd N-tile count the last pair's rank 1 loads but stores nothing; the grid is capped by
+//   co-resident clusters. Code: cluster_gemm.cuh with NarrowTiles and PairAlongN.
 #include "gemm_bf16/cluster_gemm.cuh"
 
 namespace kl {

@@ -35,7 +35,7 @@ struct ThreeStages {  // rungs 08, 09: 3 stages + 64 KB of staging, the 64 x 256
   static constexpr int kEpiloguePasses = 1;
   static constexpr int kBN = 256;
 };
-struct FourStages {  // rungs 12, 13, 14, 21: 4 stages + 32 KB of staging, four 64 x 64 passes
+struct FourStages {  // rungs 12, 13, 14: 4 stages + 32 KB of staging, four 64 x 64 passes
   static constexpr int kStages = 4;
   static constexpr int kEpiloguePasses = 4;
   static constexpr int kBN = 256;
@@ -119,9 +119,6 @@ void gemm_bf16_narrow_tiles_launch(const GemmBf16Args& a, cudaStream_t s);
 // Rung 20 (pair_along_n): rung 19's tiles in 2-CTA clusters along N sharing A by multicast.
 std::string gemm_bf16_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
 void gemm_bf16_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
-// Rung 21 (wide_pair_along_n): rung 13's 128 x 256 tiles, pairs along N sharing A.
-std::string gemm_bf16_wide_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
-void gemm_bf16_wide_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

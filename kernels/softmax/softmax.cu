@@ -50,8 +50,21 @@ const std::vector<int>& softmax_pick_order() {
   return order;
 }
 
+// Where rung 03 leads 07, so the pick tries it first: rows on the scalar path (not 16-byte vectors:
+// 4096 x 4099, both dtypes), and f32 rows of 1024 to 2048 elements (4096 x 1024), where 03's
+// one-warp block per row runs ahead of 07's packed groups.
+namespace {
+bool row_in_regs_first(const SoftmaxArgs& a) {
+  const int per16 = a.dtype == DType::f32 ? 4 : 8;
+  const bool vector_rows = aligned(a.x, 16) && aligned(a.y, 16) && a.cols % per16 == 0;
+  return !vector_rows || (a.dtype == DType::f32 && a.cols >= 1024 && a.cols <= 2048);
+}
+}  // namespace
+
 const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& a, const DeviceInfo& d) {
-  for (int n : softmax_pick_order())
+  std::vector<int> order = softmax_pick_order();
+  if (row_in_regs_first(a)) order.insert(order.begin(), 3);
+  for (int n : order)
     for (const auto& r : softmax_rungs())
       if (r.number == n && r.supports(a, d).empty()) return &r;
   return nullptr;
