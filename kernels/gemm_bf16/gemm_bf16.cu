@@ -95,8 +95,8 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d) {
 // The entry point's choice: per shape class, the rungs in order of speed on the H200, fastest
 // first (docs/gemm_bf16.md has the rows). The first rung in the
 // list that supports the shape wins — Hopper rungs refuse other cards, rung 04 refuses without a
-// workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09 and 13 (cluster
-// multicast) are in no list: slower than 08/12 on every shape. Rung 19 (128x64 tiles) leads every
+// workspace — so every list ends in part-1 rungs that run anywhere. Rungs 09, 13 and 20 (cluster
+// multicast) are in no list: slower than 08/12, and 20 than 19, on every shape. Rung 19 (128x64 tiles) leads every
 // shape whose tiles fit one wave; rung 18 (ping-pong consumers, 128x128 tiles) leads the small
 // prefill class past that; both are behind rung 12 from 2048^3 up.
 namespace {
