@@ -31,6 +31,11 @@ struct PairAlongM {  // rungs 09, 13: tiles (2p + rank, n) need the same W rows
 struct PairAlongN {  // rung 20: tiles (m, 2p + rank) need the same A rows
   static constexpr bool kShareA = true;
 };
+// Work units (tile pairs) of an M x N tile grid.
+template <class Pair>
+__host__ __device__ inline int pair_units(int tiles_m, int tiles_n) {
+  return Pair::kShareA ? tiles_m * ceil_div(tiles_n, CLUSTER) : ceil_div(tiles_m, CLUSTER) * tiles_n;
+}
 // Bytes of the shared box each CTA loads (a multiple of 1 KB: the halves stay swizzle-atom aligned).
 template <class Ring, class Pair>
 constexpr int half_bytes() { return (Pair::kShareA ? A_BYTES : b_bytes<Ring>()) / CLUSTER; }
@@ -81,7 +86,7 @@ __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
 
   const int tid = threadIdx.x, wg = tid / 128;
   const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
-  const int units = Pair::kShareA ? tiles_m * ceil_div(tiles_n, CLUSTER) : ceil_div(tiles_m, CLUSTER) * tiles_n;
+  const int units = pair_units<Pair>(tiles_m, tiles_n);
   const int rank = (int)cluster_ctarank();
   const int cluster_id = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
   const int num_k = ceil_div(K, BK);
@@ -180,7 +185,7 @@ void cluster_gemm_launch(const GemmBf16Args& a, cudaStream_t s) {
   auto* kernel = &cluster_gemm_kernel<Ring, Pair>;
   opt_in_smem(reinterpret_cast<const void*>(kernel), SMEM);
   const int tiles_m = ceil_div(a.M, BM), tiles_n = ceil_div(a.N, BN);
-  const int units = Pair::kShareA ? tiles_m * ceil_div(tiles_n, CLUSTER) : ceil_div(tiles_m, CLUSTER) * tiles_n;
+  const int units = pair_units<Pair>(tiles_m, tiles_n);
   const int max_clusters = max_active_clusters<Ring, Pair>();  // persistent: co-resident
   const int grid = CLUSTER * (units < max_clusters ? units : max_clusters);
   pdl_launch(kernel, dim3(grid), dim3(THREADS), SMEM, s, pdl_stream(s), tA, tW, tC, a.M, a.N, a.K);

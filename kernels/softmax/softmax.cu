@@ -1,6 +1,7 @@
 // kernels/softmax/softmax.cu — THE table of softmax rungs (number, name, the one change), the entry
 // point, argument checks and the CPU reference. Rung code lives in NN_*.cu.
 #include "kl/softmax.h"
+#include "softmax_impl.cuh"
 
 #include <cmath>
 #include <limits>
@@ -55,18 +56,20 @@ const std::vector<int>& softmax_pick_order() {
 // one-warp block per row runs ahead of 07's packed groups.
 namespace {
 bool row_in_regs_first(const SoftmaxArgs& a) {
-  const int per16 = a.dtype == DType::f32 ? 4 : 8;
-  const bool vector_rows = aligned(a.x, 16) && aligned(a.y, 16) && a.cols % per16 == 0;
-  return !vector_rows || (a.dtype == DType::f32 && a.cols >= 1024 && a.cols <= 2048);
+  return !softmax_detail::vec_ok(a) || (a.dtype == DType::f32 && a.cols >= 1024 && a.cols <= 2048);
 }
 }  // namespace
 
 const Rung<SoftmaxArgs>* softmax_pick(const SoftmaxArgs& a, const DeviceInfo& d) {
-  std::vector<int> order = softmax_pick_order();
-  if (row_in_regs_first(a)) order.insert(order.begin(), 3);
-  for (int n : order)
+  auto supported = [&](int n) -> const Rung<SoftmaxArgs>* {
     for (const auto& r : softmax_rungs())
       if (r.number == n && r.supports(a, d).empty()) return &r;
+    return nullptr;
+  };
+  if (row_in_regs_first(a))
+    if (const Rung<SoftmaxArgs>* r = supported(3)) return r;
+  for (int n : softmax_pick_order())
+    if (const Rung<SoftmaxArgs>* r = supported(n)) return r;
   return nullptr;
 }
 
