@@ -213,7 +213,7 @@ const Case kCases[] = {
     {"decode MHA, long cache", 1, 8, 8, 1, 4100, 128, true},
     {"decode D=64 GQA", 1, 16, 2, 1, 777, 64, true},
     {"short prefill Sq=4 GQA 8:1 causal", 1, 8, 1, 4, 2000, 128, true},
-    // 70 KV heads x 5 row tiles = 350 items > SMs: the persistent rungs (08, 10, 12) go through
+    // 70 KV heads x 5 row tiles = 350 items > SMs: the persistent rungs (08, 10, 12, 13) go through
     // their tile counter, and every later case checks that the counter was reset.
     {"persistent: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 64, true},
     {"rising scores: the row max moves late (rescale path)", 1, 2, 2, 200, 1500, 128, false, true},
@@ -272,7 +272,7 @@ TEST_P(HopperAttention, Deterministic) {
   EXPECT_TRUE(o1 == o2) << "rung " << number << ": two runs differ bitwise on " << describe(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9, 10, 12),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9, 10, 12, 13),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "rung" + std::to_string(i.param);
                          });
@@ -322,7 +322,7 @@ TEST(HopperAttentionCheck, RelL2GateCatchesADroppedKeyTile) {
 // The table carries the Hopper rungs in order, each with a name and a change.
 TEST(HopperAttentionTable, RungsListed) {
   const auto& t = kl::attention_rungs();
-  for (int n : {4, 5, 6, 7, 8, 9, 10, 12}) {
+  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13}) {
     const auto* r = kl::find_rung(t, std::to_string(n));
     ASSERT_NE(r, nullptr) << "rung " << n << " missing";
     EXPECT_GT(std::strlen(r->name), 0u);
@@ -339,7 +339,7 @@ TEST(HopperAttentionTable, RefusesBadShapes) {
   a.Q = a.K = a.V = dummy;
   a.O = dummy;
   a.B = 1, a.Hq = 4, a.Hkv = 2, a.Sq = 8, a.Skv = 8, a.D = 128;
-  for (int n : {4, 5, 6, 7, 8, 9, 10, 12}) {
+  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13}) {
     const auto& r = rung(n);
     kl::AttentionArgs b = a;
     b.D = 96;

@@ -64,6 +64,7 @@ struct Defaults {
   static constexpr int consumer_warpgroups = 2;    // 64 query rows each
   static constexpr int kv_tile = 128;              // keys per KV tile (the wgmma N of S)
   static constexpr int stages = 2;                 // K/V ring depth
+  static constexpr int ctas_per_sm = 1;            // resident CTAs per SM (launch bounds, grid)
   using Producer = ThreadZeroLoads;                // who issues the TMA loads
   using Mainloop = SerialMainloop;                 // S, softmax, P V of a tile in series
   using WarpgroupTurns = NoTurns;                  // the consumer WGs issue wgmma when ready
@@ -71,7 +72,7 @@ struct Defaults {
 };
 
 template <class Choices>
-__global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
+__global__ void __launch_bounds__(Cfg<Choices>::kThreads, Cfg<Choices>::kCtasPerSm)
     flash_attention_kernel(const __grid_constant__ Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using C = Cfg<Choices>;
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, 1)
   }
 
   // ---------------- consumer warpgroups
-  if constexpr (C::kWS && C::kConsumers == 2) setmaxnreg_inc<C::kConsumerRegs>();
+  if constexpr (C::kSplitRegs) setmaxnreg_inc<C::kConsumerRegs>();
   // consumer index: rows 64c..64c+63 of the tile. Through redux.sync, whose result lands in a
   // uniform register: ptxas then builds Q's wgmma descriptors on the uniform datapath instead of
   // keeping 16 of them in vector registers and moving each with R2UR before its HGMMA.
@@ -222,7 +223,7 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
   attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes);
-  const dim3 grid = C::Scheduler::grid(p, (long long)a.Skv * C::D * 4, dev.sms);
+  const dim3 grid = C::Scheduler::grid(p, (long long)a.Skv * C::D * 4, dev.sms * C::kCtasPerSm);
   flash_attention_kernel<Choices><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();
 }

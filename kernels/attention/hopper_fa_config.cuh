@@ -15,6 +15,7 @@ struct Cfg {
   static constexpr int BM = 64 * kConsumers;      // packed query rows per CTA
   static constexpr int BN = Choices::kv_tile;     // keys per KV tile
   static constexpr int kStages = Choices::stages;
+  static constexpr int kCtasPerSm = Choices::ctas_per_sm;  // resident CTAs the launch bounds ask for
   using Producer = typename Choices::Producer;
   using Mainloop = typename Choices::Mainloop;
   using WarpgroupTurns = typename Choices::WarpgroupTurns;
@@ -32,15 +33,21 @@ struct Cfg {
   // mbarriers: q_full[kQBuffers], k_full[kStages], v_full[kStages], k_empty[kStages],
   // v_empty[kStages], q_empty[kQBuffers]; then the persistent item slots (8 bytes per Q buffer)
   static constexpr int kSmemBytes = kBarOffset + 8 * (3 * kQBuffers + 4 * kStages) + 1024;  // +1024: align slack
-  // setmaxnreg split (warp-specialized, 2 consumers): 128 * prod + 256 * cons <= 65536. The 176-key
-  // tile needs S 88 + O 64 + P 44 live registers per thread: 240 (FA3's split), producer 24.
+  // setmaxnreg split, when the warp-specialized CTA holds more than one consumer warpgroup per SM
+  // (two consumers, or two CTAs of one): 128 * prod + 128 * cons per consumer warpgroup, times the
+  // CTAs per SM, <= 65536. The 176-key tile needs S 88 + O 64 + P 44 live registers per thread: 240
+  // (FA3's split), producer 24. Two CTAs of one consumer each: 40/216.
   // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
   // the overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas
   // spilled the loop counters).
   static constexpr bool kStale = kOverlap && BN <= 128;
+  static constexpr bool kSplitRegs = kWS && kCtasPerSm * kConsumers > 1;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
-  static constexpr int kConsumerRegs = BN > 128 ? 240 : 232;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "register file");
+  static constexpr int kConsumerRegs = BN > 128 ? 240 : kCtasPerSm == 2 ? 216 : 232;
+  static_assert(!kSplitRegs ||
+                    kCtasPerSm * (128 * kProducerRegs + 128 * kConsumers * kConsumerRegs) <= 65536,
+                "register file");
+  static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "one or two CTAs per SM");
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128 || BN == 176, "wgmma N for S is BN: 64, 128 or 176");
   static_assert(kConsumers == 1 || kConsumers == 2, "one or two consumer warpgroups");

@@ -217,7 +217,7 @@ struct ProducerWarpgroup {
   template <class C, class Scheduler>
   static __device__ __forceinline__ void run(const Params& p, const Scheduler& sched, uint8_t* sQ,
                                              uint64_t* q_full, const KvRing& ring) {
-    if constexpr (C::kConsumers == 2) setmaxnreg_dec<C::kProducerRegs>();
+    if constexpr (C::kSplitRegs) setmaxnreg_dec<C::kProducerRegs>();
     if (threadIdx.x == 0) {
       tma_prefetch_desc(&p.tmK);
       tma_prefetch_desc(&p.tmV);

@@ -4,7 +4,8 @@
 // BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler` (12).
 //
 // The kernel asks a scheduler, constructed over the Q barriers and the item slot in shared memory:
-//   host      grid(p, kv_head_bytes, sms)       the grid; sets the persistent fields of Params
+//   host      grid(p, kv_head_bytes, slots)     the grid (slots: SMs x CTAs per SM); sets the
+//                                               persistent fields of Params
 //   producer  producer_item(p, w, bh, m_blk)    item of ticket w (false: no more work);
 //             publish(items, w)                 before the item's Q load: hand w to the consumers
 //             next(w)                           the next ticket (false: one item per CTA)
@@ -41,7 +42,7 @@ struct BlockOrderScheduler {
   uint64_t* q_empty;
   volatile int* item_slot;
 
-  static dim3 grid(Params& p, long long /*kv_head_bytes*/, int /*sms*/) {
+  static dim3 grid(Params& p, long long /*kv_head_bytes*/, int /*slots*/) {
     return dim3(p.m_tiles, p.BH, 1);
   }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -63,7 +64,7 @@ struct BlockOrderScheduler {
 #endif
 };
 
-// Persistent CTAs (one per SM) take items from g_fa_tile_ctr, heaviest first. The producer thread
+// Persistent CTAs (one per SM, or two for a configuration that fits twice) take items from g_fa_tile_ctr, heaviest first. The producer thread
 // takes a ticket, waits on q_empty until every consumer has retired the previous item's last
 // S = QK^T, writes the ticket into the item slot and loads the item's Q on q_full (the arrive
 // publishes the slot); the consumers read the slot after q_full. After the last item the producer
@@ -76,13 +77,14 @@ struct HeaviestFirstScheduler {
   uint64_t* q_empty;
   volatile int* item_slot;
 
-  // One CTA per SM (the shared memory allows no second one); items m_tiles * BH, heads grouped
-  // so that a group's K and V (Skv * D * 2 B * 2 = kv_head_bytes) fit in kL2GroupMB MB of L2.
-  static dim3 grid(Params& p, long long kv_head_bytes, int sms) {
+  // One CTA per resident slot (`slots`: SMs times the configuration's CTAs per SM); items
+  // m_tiles * BH, heads grouped so that a group's K and V (Skv * D * 2 B * 2 = kv_head_bytes) fit
+  // in kL2GroupMB MB of L2.
+  static dim3 grid(Params& p, long long kv_head_bytes, int slots) {
     p.work = p.m_tiles * p.BH;
     p.hgroup = int(std::max<long long>(
         1, std::min<long long>(p.BH, ((long long)kL2GroupMB << 20) / kv_head_bytes)));
-    return dim3(std::min(p.work, sms), 1, 1);
+    return dim3(std::min(p.work, slots), 1, 1);
   }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   // Work item w -> (bh, m tile). Heads go in groups of p.hgroup (their K/V fit in kL2GroupMB of
