@@ -77,8 +77,9 @@ timeout_for() {
 #   layer    a prefill of 96 tokens (more than 64: the prefill kernels of rungs 02, 03) and a decode step of 2
 #            (its whole-K kernel), at hidden 256.
 #   attention  square causal and not, D=64 GQA 2 with Sq < Skv, a light decode step (B=2, Hq=4,
-#            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4), and 136
-#            one-tile heads: more items than SMs, so persistent CTAs run two items (rungs 08, 12).
+#            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4), and 2 x 136
+#            one-tile heads: more items than persistent CTAs, so CTAs run two or more items (rungs
+#            08, 12 with one CTA per SM, 13 with two).
 shapes_for() {
   case "$1" in
     rmsnorm)
@@ -102,7 +103,7 @@ shapes_for() {
            "--shape B=1,Hq=4,Hkv=4,Sq=256,Skv=256,D=128,causal=1" \
            "--shape B=1,Hq=4,Hkv=2,Sq=192,Skv=320,D=64,causal=1" \
            "--shape B=2,Hq=4,Hkv=1,Sq=1,Skv=600,D=128,causal=0" \
-           "--shape B=1,Hq=136,Hkv=136,Sq=64,Skv=64,D=64,causal=0" ;;
+           "--shape B=2,Hq=136,Hkv=136,Sq=64,Skv=64,D=64,causal=0" ;;
     *) # bench_peak (no rung table) and anything else; racecheck (about 1000x slower) would take
        # hours over the peak loops, so it checks the read kernels and the empty launch alone.
       if [ "${2:-}" = racecheck ]; then echo "--shape bytes=1048576"; else echo "--quick"; fi ;;

@@ -103,6 +103,32 @@ TEST(AttentionGpu, EntryPointWithAndWithoutWorkspace) {
   }
 }
 
+// The entry point's shape classes on an sm_90a GPU (the lists in attention.cu): short KV ranges
+// take 13 at D = 64 and 12 at D = 128, long causal ones 08, long non-causal ones 06, decode 03.
+TEST(AttentionGpu, EntryPointPicksPerShapeClass) {
+  KL_REQUIRE_GPU();
+  const DeviceInfo& d = device_info();
+  if (!require_sm90a(d).empty()) GTEST_SKIP() << "the lists start with sm_90a rungs: " << require_sm90a(d);
+  alignas(16) static __nv_bfloat16 dummy[64];
+  struct Want { int B, Hq, Hkv, Sq, Skv, D; bool causal; int rung; };
+  const Want wants[] = {
+      {16, 32, 32, 512, 512, 64, true, 13},    {8, 32, 32, 1024, 1024, 64, false, 13},
+      {2, 12, 4, 1000, 1234, 64, true, 13},    {16, 32, 32, 512, 512, 128, true, 12},
+      {8, 32, 32, 1024, 1024, 128, false, 12}, {1, 32, 32, 4096, 4096, 128, true, 8},
+      {1, 32, 32, 4096, 4096, 64, false, 6},   {1, 32, 8, 1, 4096, 128, true, 3},
+  };
+  for (const Want& w : wants) {
+    AttentionArgs a;
+    a.Q = a.K = a.V = dummy;
+    a.O = dummy;
+    a.B = w.B, a.Hq = w.Hq, a.Hkv = w.Hkv, a.Sq = w.Sq, a.Skv = w.Skv, a.D = w.D, a.causal = w.causal;
+    const Rung<AttentionArgs>* r = attention_pick(a, d);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->number, w.rung) << "B=" << w.B << " S=" << w.Sq << "/" << w.Skv << " D=" << w.D
+                                 << (w.causal ? " causal" : "") << ": picked " << r->name;
+  }
+}
+
 TEST(AttentionGpu, BitwiseDeterministic) {
   KL_REQUIRE_GPU();
   const DeviceInfo& d = device_info();

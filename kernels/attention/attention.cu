@@ -96,10 +96,13 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 }
 
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest
-// rung". Prefill classes: causal or not, and the KV length, short (Skv < 2048, between the
-// measured 1024 and 4096) or long (docs/attention.md has the rows):
-// - short (both masks): 12 first (two Q tiles: the next item's Q loads under the current item,
-//   which matters when an item has few key tiles), then 08, 07 and 10;
+// rung". Prefill classes: causal or not, the KV length, short (Skv < 2048, between the measured
+// 1024 and 4096) or long, and the head dim (docs/attention.md has the rows):
+// - short, D = 64 (both masks): 13 first (64-row items, two CTAs per SM: one item's first S and
+//   last P V run under the other CTA's mainloop), then 12;
+// - short, D = 128 (both masks): 12 first (two Q tiles: the next item's Q loads under the current
+//   item, which matters when an item has few key tiles); 13's 64-key tiles cost more than its
+//   second CTA gains there;
 // - causal long: 08 first (its per-tile descriptor arithmetic is on the uniform datapath), then 12,
 //   10, 07, 06;
 // - non-causal long: 06 first at both D, then 07 and 08.
@@ -109,19 +112,19 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-const int kPrefillCausalShort[] = {12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalLong[] = {8, 12, 10, 7, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalShort[] = {12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 10, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 12, 10, 4, 3, 2, 1, 0};
+const int kPrefillShort[] = {12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillShortD64[] = {13, 12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillCausalLong[] = {8, 12, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 10, 13, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 12, 10, 13, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
-constexpr size_t kPrefillEntries = 11;
-static_assert(sizeof kPrefillCausalShort == kPrefillEntries * sizeof(int) &&
+constexpr size_t kPrefillEntries = 12;
+static_assert(sizeof kPrefillShort == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillShortD64 == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillCausalLong == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillNonCausalShort == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillNonCausalLongD64 == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
-              "attention_pick walks 11 prefill and 2 decode entries");
+              "attention_pick walks 12 prefill and 2 decode entries");
 }  // namespace
 
 const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const DeviceInfo& d) {
@@ -141,7 +144,7 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
   // Prefill: the shape class (lists above).
   const int* order = kPrefillNonCausalLong;
   if (args.Skv < kPrefillShortKv)
-    order = args.causal ? kPrefillCausalShort : kPrefillNonCausalShort;
+    order = args.D == 64 ? kPrefillShortD64 : kPrefillShort;
   else if (args.causal)
     order = kPrefillCausalLong;
   else if (args.D == 64)
