@@ -213,9 +213,11 @@ const Case kCases[] = {
     {"decode MHA, long cache", 1, 8, 8, 1, 4100, 128, true},
     {"decode D=64 GQA", 1, 16, 2, 1, 777, 64, true},
     {"short prefill Sq=4 GQA 8:1 causal", 1, 8, 1, 4, 2000, 128, true},
-    // 70 KV heads x 5 row tiles = 350 items > SMs: the persistent rungs (08, 10, 12, 13) go through
-    // their tile counter, and every later case checks that the counter was reset.
+    // 70 KV heads x 5 row tiles of 128 (10 of 64) = 350 (700) items, more than the persistent
+    // rungs' CTAs (08, 10, 12: one per SM; 13: two): they go through their tile counter, and every
+    // later case checks that the counter was reset. At both head dims (rung 13's tiles differ).
     {"persistent: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 64, true},
+    {"persistent D=128: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 128, true},
     {"rising scores: the row max moves late (rescale path)", 1, 2, 2, 200, 1500, 128, false, true},
     {"rising scores causal GQA", 1, 4, 2, 700, 1100, 128, true, true},
     {"rising scores D=64", 1, 2, 1, 300, 1300, 64, false, true},

@@ -2,13 +2,13 @@
 //
 // Parent: 12 double_q.
 // Change: a CTA has one consumer warpgroup (BM = 64) and is small enough to run twice on an SM:
-//   2 stages of 64-key tiles at D = 128, of 128-key tiles at D = 64 (about 97 KB of shared memory),
-//   setmaxnreg 40/216 and `__launch_bounds__(256, 2)`; the persistent grid is two CTAs per SM.
+//   2 stages of 64-key tiles at D = 128 (97 KB of shared memory), of 128-key tiles at D = 64
+//   (81 KB), setmaxnreg 40/216 and `__launch_bounds__(256, 2)`; the persistent grid is two CTAs per SM.
 // Why: on short KV ranges (B = 16, S = 512: 4 to 8 key tiles per item) an item's first S, last P V
 //   and O store are a large share of its time. Two independent CTAs per SM interleave them: one
-//   item's tail runs under the other CTA's mainloop (cuDNN runs these shapes with 64-row tiles).
+//   item's tail runs under the other CTA's mainloop.
 // Limits: half the rows per K/V tile load, so each K/V byte is read from L2 twice as often; at
-//   D = 128 the 64-key tile doubles the per-tile fixed costs. Long KV ranges keep 08 / 06.
+//   D = 128 the 64-key tile doubles the per-tile fixed costs. Long D = 128 ranges keep 08 / 06.
 // Code: `consumer_warpgroups = 1`, `kv_tile`, `stages`, `ctas_per_sm = 2` (hopper_fa_config.cuh).
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 13

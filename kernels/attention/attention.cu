@@ -32,14 +32,17 @@ std::string attention_args_supports(const AttentionArgs& a, const DeviceInfo& d)
   return why.str();
 }
 
-void attention_smem_optin(const void* kernel, int bytes) {
+void attention_smem_optin(const void* kernel, int bytes, bool max_carveout) {
   static std::mutex mu;
   static std::set<std::pair<const void*, int>> done;  // (kernel, device) pairs already raised
   int dev = 0;
   KL_CHECK(cudaGetDevice(&dev));
   std::lock_guard<std::mutex> lock(mu);
   if (done.insert({kernel, dev}).second) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess && max_carveout)
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                               int(cudaSharedmemCarveoutMaxShared));
     if (e != cudaSuccess) done.erase({kernel, dev});
     KL_CHECK(e);
   }

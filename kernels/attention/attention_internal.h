@@ -19,8 +19,10 @@ inline bool attention_is_decode(const AttentionArgs& a) { return a.Sq <= 16; }
 
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) once per (kernel, device) in the process: the
 // launchers call it on every launch, and on decode-sized problems (a few microseconds of GPU work)
-// the repeated driver call is a visible share of the host time per launch.
-void attention_smem_optin(const void* kernel, int bytes);
+// the repeated driver call is a visible share of the host time per launch. `max_carveout`: also
+// ask for the largest shared-memory carveout, for a kernel whose CTAs must fit more than once per
+// SM (the driver's default carveout may leave room for one).
+void attention_smem_optin(const void* kernel, int bytes, bool max_carveout = false);
 
 std::string attention_warp_per_row_supports(const AttentionArgs& a, const DeviceInfo& d);
 void attention_warp_per_row_launch(const AttentionArgs& a, cudaStream_t s);

@@ -1,5 +1,5 @@
 // kernels/attention/hopper_fa.cuh — the sm_90a attention kernel (FlashAttention-3 style) that
-// rungs 04-08 and 10 instantiate, each with its parent's named configuration plus one change
+// rungs 04-08, 10, 12 and 13 instantiate, each with its parent's named configuration plus one change
 // (struct Defaults below). Included by the rung files only. A rung file includes its parent's rung
 // file for the parent's configuration: KL_ATTENTION_RUNG_FILE (the number of the file being
 // compiled) keeps the parent's supports()/launch() out of the child's translation unit.
@@ -222,7 +222,8 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
                             CU_TENSOR_MAP_SWIZZLE_128B);
   }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
-  attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes);
+  attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes,
+                       /*max_carveout=*/C::kCtasPerSm > 1);
   const dim3 grid = C::Scheduler::grid(p, (long long)a.Skv * C::D * 4, dev.sms * C::kCtasPerSm);
   flash_attention_kernel<Choices><<<grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   KL_CHECK_LAUNCH();

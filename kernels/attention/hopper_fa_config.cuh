@@ -44,10 +44,18 @@ struct Cfg {
   static constexpr bool kSplitRegs = kWS && kCtasPerSm * kConsumers > 1;
   static constexpr int kProducerRegs = BN > 128 ? 24 : 40;
   static constexpr int kConsumerRegs = BN > 128 ? 240 : kCtasPerSm == 2 ? 216 : 232;
-  static_assert(!kSplitRegs ||
-                    kCtasPerSm * (128 * kProducerRegs + 128 * kConsumers * kConsumerRegs) <= 65536,
+  // What the launch bounds give each thread (a multiple of 8): the CTA's register pool that
+  // setmaxnreg redistributes.
+  static constexpr int kLaunchRegs = (65536 / (kThreads * kCtasPerSm)) & ~7;
+  static_assert(!kSplitRegs || (128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <=
+                                    kThreads * kLaunchRegs &&
+                                kProducerRegs <= kLaunchRegs && kLaunchRegs <= kConsumerRegs),
                 "register file");
   static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "one or two CTAs per SM");
+  // sm_90: 228 KB of shared memory per SM, 1 KB of it reserved per CTA, plus the kernel's 1 KB of
+  // static shared memory.
+  static_assert(kCtasPerSm == 1 || kCtasPerSm * (kSmemBytes + 2048) <= 228 * 1024,
+                "the CTAs per SM fit in shared memory");
   static_assert(D == 64 || D == 128, "head dim 64 or 128");
   static_assert(BN == 64 || BN == 128 || BN == 176, "wgmma N for S is BN: 64, 128 or 176");
   static_assert(kConsumers == 1 || kConsumers == 2, "one or two consumer warpgroups");

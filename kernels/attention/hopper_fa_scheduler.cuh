@@ -1,7 +1,7 @@
 // kernels/attention/hopper_fa_scheduler.cuh — which work items (a BM-row tile of one (b, kv head))
 // a CTA of the sm_90a attention kernel (hopper_fa.cuh) computes, and in what order, and how many
 // Q tiles shared memory holds. A rung's configuration names one: `using Scheduler =
-// BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler` (12).
+// BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler` (12, 13).
 //
 // The kernel asks a scheduler, constructed over the Q barriers and the item slot in shared memory:
 //   host      grid(p, kv_head_bytes, slots)     the grid (slots: SMs x CTAs per SM); sets the
@@ -64,8 +64,8 @@ struct BlockOrderScheduler {
 #endif
 };
 
-// Persistent CTAs (one per SM, or two for a configuration that fits twice) take items from g_fa_tile_ctr, heaviest first. The producer thread
-// takes a ticket, waits on q_empty until every consumer has retired the previous item's last
+// Persistent CTAs (one per SM, or two for a configuration that fits twice) take items from
+// g_fa_tile_ctr, heaviest first. The producer thread takes a ticket, waits on q_empty until every consumer has retired the previous item's last
 // S = QK^T, writes the ticket into the item slot and loads the item's Q on q_full (the arrive
 // publishes the slot); the consumers read the slot after q_full. After the last item the producer
 // writes -1 and completes q_full without a transaction.

@@ -4,7 +4,7 @@
 // and nowhere else. The kernels of 04-08, 10, 12 and 13 are one template (hopper_fa.cuh): rung 04 takes
 // its defaults, and each later rung file writes its configuration as its parent's plus one change,
 // the named piece it picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
-// hopper_fa_scheduler.cuh) or, in rungs 10 and 13, the tile sizes.
+// hopper_fa_scheduler.cuh), or in rung 10 the KV tile size, in rung 13 the CTA's size and residency.
 #include <algorithm>
 
 #include "attention/hopper_rungs.h"
