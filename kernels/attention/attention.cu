@@ -104,8 +104,8 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // - short, D = 64 (both masks): 13 first (64-row items, two CTAs per SM: one item's first S and
 //   last P V run under the other CTA's mainloop), then 12;
 // - short, D = 128 (both masks): 12 first (two Q tiles: the next item's Q loads under the current
-//   item, which matters when an item has few key tiles); 13's 64-key tiles cost more than its
-//   second CTA gains there;
+//   item, which matters when an item has few key tiles); in the committed rows 13's 64-key tiles
+//   cost more than its second CTA gains there;
 // - causal long: 08 first (its per-tile descriptor arithmetic is on the uniform datapath), then 12,
 //   10, 07, 06;
 // - non-causal long: 06 first at both D, then 07 and 08.

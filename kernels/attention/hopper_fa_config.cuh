@@ -34,8 +34,8 @@ struct Cfg {
   // v_empty[kStages], q_empty[kQBuffers]; then the persistent item slots (8 bytes per Q buffer)
   static constexpr int kSmemBytes = kBarOffset + 8 * (3 * kQBuffers + 4 * kStages) + 1024;  // +1024: align slack
   // setmaxnreg split, when the warp-specialized CTA holds more than one consumer warpgroup per SM
-  // (two consumers, or two CTAs of one): 128 * prod + 128 * cons per consumer warpgroup, times the
-  // CTAs per SM, <= 65536. The 176-key tile needs S 88 + O 64 + P 44 live registers per thread: 240
+  // (two consumers, or two CTAs of one): 128 * prod + 128 * cons per consumer warpgroup within the
+  // CTA's pool, the threads times the registers the launch bounds give each (kLaunchRegs). The 176-key tile needs S 88 + O 64 + P 44 live registers per thread: 240
   // (FA3's split), producer 24. Two CTAs of one consumer each: 40/216.
   // The stale-max softmax (OnlineSoftmax::stale_step + its mma.sync fallback) on unmasked tiles of
   // the overlapped loop; not at BN = 176, whose 240 registers leave no room for the fallback (ptxas

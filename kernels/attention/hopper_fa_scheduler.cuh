@@ -65,9 +65,10 @@ struct BlockOrderScheduler {
 };
 
 // Persistent CTAs (one per SM, or two for a configuration that fits twice) take items from
-// g_fa_tile_ctr, heaviest first. The producer thread takes a ticket, waits on q_empty until every consumer has retired the previous item's last
-// S = QK^T, writes the ticket into the item slot and loads the item's Q on q_full (the arrive
-// publishes the slot); the consumers read the slot after q_full. After the last item the producer
+// g_fa_tile_ctr, heaviest first. The producer thread takes a ticket, waits on q_empty until every
+// consumer has retired the previous item's last S = QK^T, writes the ticket into the item slot and
+// loads the item's Q on q_full (the arrive publishes the slot); the consumers read the slot after
+// q_full. After the last item the producer
 // writes -1 and completes q_full without a transaction.
 struct HeaviestFirstScheduler {
   static constexpr bool kPersistent = true;
