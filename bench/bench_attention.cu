@@ -195,8 +195,7 @@ int run(int argc, char** argv) {
       if (r.t.graph_checked && !r.t.graph_err.ok) std::fprintf(stderr, "  (worst element at %s)\n", where.c_str());
       emit_timed(rep, r, "differs from the CPU double reference");
     };
-    for (const auto* rung : rungs) run_one(rung, false);
-    if (want_auto) run_one(nullptr, true);
+    run_rows(rungs, want_auto, [&] { return attention_pick(a0, dev); }, run_one);
 
     // Decode: the same-run copy roof for this byte count. cudaMemcpy of K (one copy of nKV
     // elements) into a scratch buffer moves 2 * nKV * 2 bytes (read + write), the bytes a decode

@@ -254,8 +254,7 @@ int run(int argc, char** argv) {
       r.t = time_launches(launch, c, stream, decode, &graph_check);
       emit_timed(rep, r, "differs from the cuBLAS fp32-out product");
     };
-    for (const auto* rung : rungs) run_one(rung, false);
-    if (want_auto) run_one(nullptr, true);
+    run_rows(rungs, want_auto, [&] { return gemm_bf16_pick(args_for(0, dC.as<bf16>()), dev); }, run_one);
     if (ref_last) time_ref();
   }
   return rep.finish();

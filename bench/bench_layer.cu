@@ -146,8 +146,7 @@ void run_shape(const Shape& sh, const Options& o, bool all, const std::vector<co
     r.t = time_launches(launch, c, stream, decode, &graph_check);
     emit_timed(rep, r, "differs from the GPU fp32 reference");
   };
-  for (const auto* rung : rungs) run_one(rung, false);
-  if (want_auto) run_one(nullptr, true);
+  run_rows(rungs, want_auto, [&] { return layer_pick(base, dev); }, run_one);
 
   // Where a rung's time goes: its launch as steps, each between two events inside the sequence, one
   // row per step (op "<op>_step", variant = the step's index, notes "of" = the rung): rung 00's

@@ -176,8 +176,7 @@ void run_case(bool fused, const Shape& sh, DType t, float eps, const Options& o,
     if (fused && o.graph) r.notes["graph_validated"] = "no";
     emit_timed(rep, r, "differs from the CPU double reference");
   };
-  for (const auto* rung : rungs) run_one(rung, false);
-  if (want_auto) run_one(nullptr, true);
+  run_rows(rungs, want_auto, [&] { return pick(a0, dev); }, run_one);
 }
 
 RmsnormArgs make_plain(void* x, void*, void* w, void* y, int rows, int cols, float eps, DType t) {

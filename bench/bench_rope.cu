@@ -209,8 +209,7 @@ void run_shape(const Shape& sh, bool do_tok, bool do_att, float theta, const Opt
       r.t = time_launches(launch, c, stream, S == 1, &graph_check);
       emit_timed(rep, r, "differs from the CPU double reference");
     };
-    for (const auto* rung : rungs) run_one(rung, false);
-    if (want_auto) run_one(nullptr, true);
+    run_rows(rungs, want_auto, [&] { return rope_pick(args_for(0), dev); }, run_one);
   }
 }
 

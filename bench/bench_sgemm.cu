@@ -214,8 +214,7 @@ int run(int argc, char** argv) {
       r.t = time_launches(launch, c, stream, false, &graph_check);
       emit_timed(rep, r, "differs from cuBLAS SGEMM");
     };
-    for (const auto* rung : rungs) run_one(rung, false);
-    if (want_auto) run_one(nullptr, true);
+    run_rows(rungs, want_auto, [&] { return sgemm_pick(args_for(0, dC.as<float>()), dev); }, run_one);
     if (ref_last) time_ref();
   }
   KL_CHECK(cudaStreamDestroy(stream));

@@ -108,6 +108,25 @@ template <class Args>
 std::vector<const Rung<Args>*> select_rungs(const std::vector<Rung<Args>>& table,
                                             const std::string& spec, bool* want_auto);
 // Prints the table for --list (number, parent, name, change) to stdout.
+// Times one shape's rows through `run_one(rung, is_auto)`: every selected rung in ladder order, and,
+// when asked for, the entry point's row right after the row of the rung `pick()` returns (last when
+// that rung is not selected or nothing is picked). The entry point and the rung it launches then run
+// at the same point of the shape's sequence: on a power-limited shape the card is hotter and its
+// clock lower after the heaviest rungs, so an `auto` row timed last would run the same kernel slower.
+template <class Args, class Pick, class RunOne>
+void run_rows(const std::vector<const Rung<Args>*>& rungs, bool want_auto, Pick&& pick, RunOne&& run_one) {
+  const Rung<Args>* picked = want_auto ? pick() : nullptr;
+  bool auto_done = !want_auto;
+  for (const Rung<Args>* r : rungs) {
+    run_one(r, false);
+    if (!auto_done && r == picked) {
+      run_one(nullptr, true);
+      auto_done = true;
+    }
+  }
+  if (!auto_done) run_one(nullptr, true);
+}
+
 template <class Args>
 void print_rungs(const std::vector<Rung<Args>>& table, const std::string& title);
 

@@ -253,8 +253,7 @@ int run(int argc, char** argv, const Spec<Args>& sp) {
         r.t = time_launches(launch, c, stream, false, &graph_check);
         emit_timed(rep, r, "differs from the CPU double reference");
       };
-      for (const auto* rung : rungs) run_one(rung, false);
-      if (want_auto) run_one(nullptr, true);
+      run_rows(rungs, want_auto, [&] { return sp.pick(args_for(0), dev); }, run_one);
     }
   }
   KL_CHECK(cudaStreamDestroy(stream));

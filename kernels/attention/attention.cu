@@ -101,32 +101,31 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest
 // rung". Prefill classes: causal or not, the KV length, short (Skv < 2048, between the measured
 // 1024 and 4096) or long, and the head dim (docs/attention.md has the rows):
-// - short, D = 64 (both masks): 13 first (64-row items, two CTAs per SM: one item's first S and
-//   last P V run under the other CTA's mainloop), then 12;
+// - D = 64, every prefill class: 13 first (64-row items, two CTAs per SM: one item's first S and
+//   last P V run under the other CTA's mainloop; it leads from batched short sequences to S = 8192),
+//   then 12, 08, 06;
 // - short, D = 128 (both masks): 12 first (two Q tiles: the next item's Q loads under the current
-//   item, which matters when an item has few key tiles); in the committed rows 13's 64-key tiles
-//   cost more than its second CTA gains there;
-// - causal long: 08 first (its per-tile descriptor arithmetic is on the uniform datapath), then 12,
-//   10, 07, 06;
-// - non-causal long: 06 first at both D, then 07 and 08.
+//   item, which matters when an item has few key tiles); 13's 64-key tiles cost more than its second
+//   CTA gains there;
+// - causal long, D = 128: 08 first (its per-tile descriptor arithmetic is on the uniform datapath),
+//   then 12, 10, 07, 06;
+// - non-causal long, D = 128: 06 first, then 07 and 08.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
 // faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
 // caches). The first supported rung of the list wins, so a GPU without sm_90a falls through to
 // the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
+const int kPrefillD64[] = {13, 12, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
 const int kPrefillShort[] = {12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillShortD64[] = {13, 12, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
 const int kPrefillCausalLong[] = {8, 12, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
 const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 10, 13, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLongD64[] = {6, 7, 5, 8, 12, 10, 13, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
 constexpr size_t kPrefillEntries = 12;
-static_assert(sizeof kPrefillShort == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillShortD64 == kPrefillEntries * sizeof(int) &&
+static_assert(sizeof kPrefillD64 == kPrefillEntries * sizeof(int) &&
+                  sizeof kPrefillShort == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillCausalLong == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillNonCausalLongD64 == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
+                  sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
               "attention_pick walks 12 prefill and 2 decode entries");
 }  // namespace
 
@@ -146,12 +145,12 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
   }
   // Prefill: the shape class (lists above).
   const int* order = kPrefillNonCausalLong;
-  if (args.Skv < kPrefillShortKv)
-    order = args.D == 64 ? kPrefillShortD64 : kPrefillShort;
+  if (args.D == 64)
+    order = kPrefillD64;
+  else if (args.Skv < kPrefillShortKv)
+    order = kPrefillShort;
   else if (args.causal)
     order = kPrefillCausalLong;
-  else if (args.D == 64)
-    order = kPrefillNonCausalLongD64;
   if (const auto* r = first_supported(order, kPrefillEntries)) return r;
   return best_supported(table, args, d);
 }
