@@ -76,8 +76,11 @@ using kl::test::fake_h200;
 TEST(SgemmRefusals, SupportsSaysWhy) {
   const auto& t = kl::sgemm_rungs();
   const auto d = fake_h200();
-  // Untiled rungs and the predicated top rung take anything.
-  for (int r : {0, 1, 2, 8}) EXPECT_EQ(t[r].supports(fake(67, 129, 31), d), "") << "rung " << r;
+  // Untiled rungs and the predicated rungs 08 and 16 take anything.
+  for (int r : {0, 1, 2, 8, 16}) {
+    EXPECT_EQ(t[r].supports(fake(67, 129, 31), d), "") << "rung " << r;
+    EXPECT_EQ(t[r].supports(fake(67, 129, 31, 4), d), "") << "rung " << r;
+  }
   // Fixed-tile rungs refuse a non-multiple and say which divisibility they need.
   for (int r = 3; r <= 7; ++r) {
     std::string why = t[r].supports(fake(67, 129, 31), d);
@@ -139,7 +142,9 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   EXPECT_EQ(big_misaligned->number, 12);
   const auto* odd = kl::sgemm_pick(fake(4097, 1023, 515), d);
   ASSERT_NE(odd, nullptr);
-  EXPECT_EQ(odd->number, 8);  // only rungs 00-02 and 08 take N = 1023; 08 is the fast one
+  // Only rungs 00-02, 08 and 16 take N = 1023; 136 tiles of 256x128 leave a second wave of 4
+  // blocks, 264 of 128x128 fill the 2 x 132 slots of rung 16.
+  EXPECT_EQ(odd->number, 16);
   const auto* small = kl::sgemm_pick(fake(1024, 1024, 1024), d);
   ASSERT_NE(small, nullptr);
   EXPECT_EQ(small->number, 11);  // under one wave of 256x128 tiles: the small-shape path

@@ -147,17 +147,22 @@ TEST(SgemmGpu, EveryRungSmallShapes) {
   EXPECT_GT(ran, 40);
 }
 
-TEST(SgemmGpu, MisalignedPointersTakeTheScalarPath) {
+TEST(SgemmGpu, MisalignedPointersTakeTheScalarPaths) {
   KL_REQUIRE_GPU();
   const auto& dev = kl::device_info();
-  const auto& r8 = kl::sgemm_rungs()[8];
-  for (const Dims& d : {Dims{256, 128, 64}, Dims{67, 129, 31}, Dims{300, 260, 36}}) {
-    Problem p(d, 77 + d.K, /*offset floats=*/1);
-    ASSERT_EQ(r8.supports(p.args(), dev), "");
-    SCOPED_TRACE("rung 08 misaligned " + str(d));
-    kl::launch_checked(r8, p.args(), nullptr);
-    EXPECT_TRUE(matches_full(p, p.result()));
+  // 67x129x600 splits K on rung 16 (2 tiles, 38 k-tiles): float atomics into a misaligned C.
+  for (const Dims& d :
+       {Dims{256, 128, 64}, Dims{67, 129, 31}, Dims{300, 260, 36}, Dims{67, 129, 600}}) {
+    for (int rung : {8, 16}) {
+      const auto& r = kl::sgemm_rungs()[rung];
+      Problem p(d, 77 + d.K + rung, /*offset floats=*/1);
+      ASSERT_EQ(r.supports(p.args(), dev), "");
+      SCOPED_TRACE("rung " + std::to_string(rung) + " misaligned " + str(d));
+      kl::launch_checked(r, p.args(), nullptr);
+      EXPECT_TRUE(matches_full(p, p.result()));
+    }
     // The float4 / cp.async rungs refuse it.
+    Problem p(d, 78, /*offset floats=*/1);
     EXPECT_NE(kl::sgemm_rungs()[7].supports(p.args(), dev), "");
     EXPECT_NE(kl::sgemm_rungs()[9].supports(p.args(), dev), "");
   }

@@ -18,7 +18,6 @@ namespace {
 using SmallSplitkTile = ring::Cfg</*BM=*/128, /*WM=*/32, /*BK=*/16, /*S=*/3>;
 }
 
-// 2 slices when the 128x128 tiles are at most one per SM and each slice keeps >= 16 k-tiles.
 int small_splitk_slices(const SgemmArgs& a, const DeviceInfo& d) {
   const long long tiles = ceil_div(a.M, SmallSplitkTile::BM) * ceil_div(a.N, ring::BN);
   const long long kt = ceil_div(a.K, SmallSplitkTile::BK);

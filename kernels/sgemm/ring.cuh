@@ -9,6 +9,10 @@
 //    floats). A fragment read (one k) XORs the same multiple of 4 into every lane's column, so
 //    each float4 stays contiguous and aligned and a warp's distinct float4s stay in distinct banks.
 //  * B (row-major, n contiguous): 16-byte cp.async, a warp copies 512 contiguous bytes of a row.
+//    With kAnyB (any N, any alignment of B and C), 4-byte cp.async instead: lane l copies columns
+//    l, l + 32, l + 64, l + 96 of the row (each instruction 128 contiguous bytes, 32 banks), each
+//    copy predicated on its own column, and C is stored one float at a time unless N % 4 == 0 and
+//    C is 16-byte aligned.
 //  * Tile kt+S-1 is issued at the top of tile kt into the stage tile kt-1 used (every warp read
 //    its last fragments of kt-1 before the barrier of kt-1's hand-over); the barrier sits before
 //    the last k-step of each tile (as in rungs 08/09) and only waits for tile kt+1.
@@ -17,7 +21,7 @@
 //  * Split-K (gridDim.y > 1): slice z takes a contiguous run of k-tiles and adds its partial tile
 //    into C, which the launcher zeroed, with float4 atomics. With at most 2 slices the sum is
 //    bitwise deterministic (0 + a + b == 0 + b + a in IEEE arithmetic).
-// Needs K % 4 == 0, N % 4 == 0 and 16-byte aligned B and C; A may have any alignment.
+// Without kAnyB: needs K % 4 == 0, N % 4 == 0 and 16-byte aligned B and C; A may have any alignment.
 #pragma once
 #include "common/cp_async4.cuh"
 #include "sgemm_internal.h"
@@ -49,7 +53,7 @@ struct Cfg {
 // A^T swizzle: column m of As row k is stored at m ^ swz(k) (a multiple of 4 below 32).
 __device__ __forceinline__ int swz(int k) { return (k & 7) << 2; }
 
-template <class Cf, int kMinBlocks, bool kLean>
+template <class Cf, int kMinBlocks, bool kLean, bool kAnyB>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     sgemm_ring_kernel(const float* __restrict__ A, const float* __restrict__ B,
                       float* __restrict__ C, int M, int N, int K, int kt_per_slice) {
@@ -94,6 +98,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   const uint32_t smem0 = smem_u32(smem);
   // Interior tiles (every row inside M, every k inside K: a uniform branch) skip the per-copy
   // predicates and source selects; edge tiles zero-fill what lies outside.
+  static_assert(!(kLean && kAnyB), "the lean path copies B 16 bytes at a time");
   const bool rows_full = bm + BM <= M;
   const float* a_src_raw = A + static_cast<size_t>(bm + a_r) * K + a_kk;  // kLean only
   auto issue = [&](int stage, int k0) {
@@ -123,11 +128,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         cp_async_4(base + a_dst + static_cast<uint32_t>((h * 8 * BM + 32 * i) * 4), src, in);
       }
     }
+    if constexpr (kAnyB) {  // B row b_row0 + 8l: this lane's columns lane + 32e, each alone
 #pragma unroll
-    for (int l = 0; l < Cf::kLoadsB; ++l) {
-      const bool in = b_n_in && k0 + b_row0 + 8 * l < K;
-      const float* src = in ? b_src + static_cast<size_t>(k0 + 8 * l) * N : B;
-      cp_async_16_u32(base + b_dst + static_cast<uint32_t>(8 * l * BN * 4), src, in);
+      for (int l = 0; l < Cf::kLoadsB; ++l) {
+        const int row = b_row0 + 8 * l;
+        const bool k_in = k0 + row < K;
+        const float* src_row = B + static_cast<size_t>(k_in ? k0 + row : 0) * N + bn;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = lane + 32 * e;
+          const bool in = k_in && bn + col < N;
+          cp_async_4(base + static_cast<uint32_t>((BK * BM + row * BN + col) * 4),
+                     in ? src_row + col : B, in);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int l = 0; l < Cf::kLoadsB; ++l) {
+        const bool in = b_n_in && k0 + b_row0 + 8 * l < K;
+        const float* src = in ? b_src + static_cast<size_t>(k0 + 8 * l) * N : B;
+        cp_async_16_u32(base + b_dst + static_cast<uint32_t>(8 * l * BN * 4), src, in);
+      }
     }
   };
 
@@ -187,8 +208,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
   cp_async_wait<0>();  // no copy outlives the block (only empty groups remain; be exact)
 
-  // Epilogue (N % 4 == 0, C 16-byte aligned): float4 stores or, split, float4 atomic adds.
+  // Epilogue: float4 stores or, split, float4 atomic adds where N % 4 == 0 and C is 16-byte
+  // aligned (always, without kAnyB); one float at a time otherwise.
   const bool split = gridDim.y > 1;
+  const bool vec_c = !kAnyB || ((N & 3) == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0);
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
     const int row = bm + wm0 + (i / 4) * 16 + tm * 4 + i % 4;
@@ -198,6 +221,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     for (int h = 0; h < kGroupsN; ++h) {
       const int col = bn + wn0 + h * 32 + tn * 4;
       if (col >= N) continue;
+      if (!vec_c) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (col + e >= N) break;
+          if (split)
+            atomicAdd(crow + col + e, acc[i][h * 4 + e]);
+          else
+            crow[col + e] = acc[i][h * 4 + e];
+        }
+        continue;
+      }
       const float4 v =
           make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
       if (!split) {
@@ -223,12 +257,12 @@ inline int kt_per_slice(int K, int BK, int slices) {
   return (kt_total + slices - 1) / slices;
 }
 
-template <class Cf, int kMinBlocks, bool kLean = false>
+template <class Cf, int kMinBlocks, bool kLean = false, bool kAnyB = false>
 void sgemm_ring_launch(const SgemmArgs& a, int slices, cudaStream_t s) {
   constexpr int smem = Cf::kSmemBytes;
   // The opt-in above 48 KB, once per process (the attribute belongs to the function).
   static const bool opted = [] {
-    KL_CHECK(cudaFuncSetAttribute(sgemm_ring_kernel<Cf, kMinBlocks, kLean>,
+    KL_CHECK(cudaFuncSetAttribute(sgemm_ring_kernel<Cf, kMinBlocks, kLean, kAnyB>,
                                   cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
   }();
@@ -239,8 +273,8 @@ void sgemm_ring_launch(const SgemmArgs& a, int slices, cudaStream_t s) {
   if (ys > 1)  // the slices add into C
     KL_CHECK(cudaMemsetAsync(a.C, 0, sizeof(float) * static_cast<size_t>(a.M) * a.N, s));
   const dim3 grid(static_cast<unsigned>(ceil_div(a.M, Cf::BM) * ceil_div(a.N, BN)), ys);
-  sgemm_ring_kernel<Cf, kMinBlocks, kLean><<<grid, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N,
-                                                                         a.K, per);
+  sgemm_ring_kernel<Cf, kMinBlocks, kLean, kAnyB>
+      <<<grid, kThreads, smem, s>>>(a.A, a.B, a.C, a.M, a.N, a.K, per);
   KL_CHECK_LAUNCH();
 }
 
@@ -254,6 +288,18 @@ std::string aligned_bc_supports(const SgemmArgs& a, const DeviceInfo& d) {
     return "needs K % 4 == 0 and N % 4 == 0 (16-byte cp.async rows of B; rung 08 takes any shape)";
   if (!aligned(a.B, 16) || !aligned(a.C, 16))
     return "needs 16-byte aligned B and C (cp.async / float4; rung 08 takes any pointer)";
+  if (ceil_div(a.M, Cf::BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
+  if (d.smem_optin > 0 && Cf::kSmemBytes > d.smem_optin)
+    return "needs more shared memory per block than the device allows";
+  return "";
+}
+
+// "" when sgemm_ring_kernel<Cf, ..., kAnyB = true> takes the shape: any M, N, K > 0 and any
+// pointers, a grid that fits, the ring within the device's shared memory.
+template <class Cf>
+std::string any_shape_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  std::string why = sgemm_check_args(a);
+  if (!why.empty()) return why;
   if (ceil_div(a.M, Cf::BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
   if (d.smem_optin > 0 && Cf::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";

@@ -52,6 +52,9 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
        "2 stages of 64-deep k-tiles instead of 3 of 32 (one barrier per 8,192 FMAs per thread), "
        "k-steps unrolled by 8",
        sgemm_bk64_two_stage_supports, sgemm_bk64_two_stage_launch, /*parent=*/14},
+      {16, "any_shape",
+       "rung 11's 128x128 ring for any N, K and alignment: B by 4-byte cp.async, C by floats",
+       sgemm_any_shape_supports, sgemm_any_shape_launch, /*parent=*/11},
     };
     return t;
   }();
@@ -76,20 +79,28 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
   };
   // The 256x128 rungs leave SMs idle when the grid is well under one wave (1024^3 is 32 tiles on
   // 132 SMs): when they would leave half the SMs or more idle, the small-shape path (11: 128x128
-  // tiles, 2 blocks/SM, split-K by 2 when even those do not fill the SMs), else rung 07's 128x128
-  // tile. 2048^3 (128 tiles, 97% of one wave) stays on 09, which is faster there than the
-  // 128x128 ring.
+  // tiles, 2 blocks/SM, split-K by 2 when even those do not fill the SMs; 16 for shapes 11 does not
+  // take). 2048^3 (128 tiles, 97% of one wave) stays on 09, which is faster there than 128x128.
   const long long tiles256 = ceil_div(a.M, 256) * ceil_div(a.N, 128);
-  if (2 * tiles256 <= d.sms) {
-    if (const auto* r = usable(11)) return r;
-    if (const auto* r = usable(7)) return r;
-  }
+  const long long tiles128 = ceil_div(a.M, 128) * ceil_div(a.N, 128);
+  if (2 * tiles256 <= d.sms)
+    for (int n : {11, 16})
+      if (const auto* r = usable(n)) return r;
   // Large shapes. With two waves of 256x128 tiles or more, rung 15 (2 stages of 64-deep k-tiles)
   // leads on the four large shapes, then 14, both ahead of 09; at 2048^3 (one wave) 09 leads.
-  // Then the lean ring (12: A may be misaligned), else 08 (any shape and alignment).
   if (tiles256 >= 2LL * d.sms)  // two waves or more of 256x128 tiles
     for (int n : {15, 14})
       if (const auto* r = usable(n)) return r;
+  // Between: the 128x128 ring (2 blocks/SM) when it fills its last wave enough better to make up
+  // for doing about 7% less per SM than the 256x128 rungs at full waves (rows of 08 and 11 at
+  // 4096^3): 4097x1023x515 is 136 tiles of 256x128 for 132 SMs, 264 of 128x128 for 264 slots.
+  auto fill = [](long long tiles, long long slots) {  // busy share of the last wave's slots
+    return double(tiles) / double(ceil_div(tiles, slots) * slots);
+  };
+  if (0.93 * fill(tiles128, 2LL * d.sms) > fill(tiles256, d.sms))
+    for (int n : {11, 16})
+      if (const auto* r = usable(n)) return r;
+  // Then the lean ring (12: A may be misaligned), else 08 (any shape and alignment).
   for (int n : {9, 12, 8})
     if (const auto* r = usable(n)) return r;
   return best_supported(t, a, d);

@@ -28,9 +28,14 @@ KL_SGEMM_DECLARE_RUNG(lean_copies)
 KL_SGEMM_DECLARE_RUNG(ak_layout)
 KL_SGEMM_DECLARE_RUNG(ak_bk32)
 KL_SGEMM_DECLARE_RUNG(bk64_two_stage)
+KL_SGEMM_DECLARE_RUNG(any_shape)
 #undef KL_SGEMM_DECLARE_RUNG
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// K slices of the 128x128 ring (rungs 11 and 16): 2 when its tiles are at most one per SM and
+// each slice keeps >= 16 k-tiles, else 1.
+int small_splitk_slices(const SgemmArgs& a, const DeviceInfo& d);
 
 // The grid limits every rung shares: x tiles the N dimension (up to 2^31-1 blocks), y tiles M
 // (at most 65535 blocks).
