@@ -145,6 +145,14 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   // Only rungs 00-02, 08 and 16 take N = 1023; 136 tiles of 256x128 leave a second wave of 4
   // blocks, 264 of 128x128 fill the 2 x 132 slots of rung 16.
   EXPECT_EQ(odd->number, 16);
+  // Many waves either way: rung 08's larger tile does more per SM than rung 16.
+  const auto* big_odd = kl::sgemm_pick(fake(8191, 8191, 8191), d);
+  ASSERT_NE(big_odd, nullptr);
+  EXPECT_EQ(big_odd->number, 8);
+  // Under half a wave of 256x128 tiles and N = 1001: the small-shape path's any-shape rung.
+  const auto* small_odd_n = kl::sgemm_pick(fake(1000, 1001, 1000), d);
+  ASSERT_NE(small_odd_n, nullptr);
+  EXPECT_EQ(small_odd_n->number, 16);
   const auto* small = kl::sgemm_pick(fake(1024, 1024, 1024), d);
   ASSERT_NE(small, nullptr);
   EXPECT_EQ(small->number, 11);  // under one wave of 256x128 tiles: the small-shape path

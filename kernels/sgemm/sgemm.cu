@@ -91,15 +91,18 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
   if (tiles256 >= 2LL * d.sms)  // two waves or more of 256x128 tiles
     for (int n : {15, 14})
       if (const auto* r = usable(n)) return r;
-  // Between: the 128x128 ring (2 blocks/SM) when it fills its last wave enough better to make up
-  // for doing about 7% less per SM than the 256x128 rungs at full waves (rows of 08 and 11 at
-  // 4096^3): 4097x1023x515 is 136 tiles of 256x128 for 132 SMs, 264 of 128x128 for 264 slots.
+  // Between: the 128x128 ring (2 blocks/SM) where it fills its last wave enough better to make up
+  // for its lower rate per SM at full waves; the factors are rungs 11's and 16's rates over rung
+  // 08's at 4096^3 (sgemm.jsonl). 16 counts only where 11 refuses, and then 09-12 refuse too: the
+  // choice is 16 or 08. 4097x1023x515: 136 tiles of 256x128 on 132 SMs, 264 of 128x128 on 264 slots.
   auto fill = [](long long tiles, long long slots) {  // busy share of the last wave's slots
     return double(tiles) / double(ceil_div(tiles, slots) * slots);
   };
-  if (0.93 * fill(tiles128, 2LL * d.sms) > fill(tiles256, d.sms))
-    for (int n : {11, 16})
-      if (const auto* r = usable(n)) return r;
+  const double fill128 = fill(tiles128, 2LL * d.sms), fill256 = fill(tiles256, d.sms);
+  if (0.93 * fill128 > fill256)
+    if (const auto* r = usable(11)) return r;
+  if (0.83 * fill128 > fill256)
+    if (const auto* r = usable(16)) return r;
   // Then the lean ring (12: A may be misaligned), else 08 (any shape and alignment).
   for (int n : {9, 12, 8})
     if (const auto* r = usable(n)) return r;
