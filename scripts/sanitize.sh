@@ -95,7 +95,8 @@ shapes_for() {
       echo "--shape B=1,S=96,L=96,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" \
            "--shape B=2,S=1,L=96,hidden=256,Hq=4,Hkv=2,D=64,mlp=512" ;;
     sgemm)
-      echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" ;;
+      echo "--dtype f32 --shape M=256,N=256,K=64 --shape M=130,N=72,K=96 --shape M=256,N=128,K=288" \
+           "--shape M=67,N=129,K=600" ;;
     gemm_bf16)
       echo "--dtype bf16 --shape M=256,N=256,K=256 --shape M=16,N=512,K=1024 --shape M=130,N=72,K=96" ;;
     attention)

@@ -149,6 +149,16 @@ TEST(SgemmPick, TopRungsForLargeShapes) {
   const auto* big_odd = kl::sgemm_pick(fake(8191, 8191, 8191), d);
   ASSERT_NE(big_odd, nullptr);
   EXPECT_EQ(big_odd->number, 8);
+  // Aligned, 136 tiles of 256x128 for 132 SMs: the 128x128 ring's full wave (rung 11).
+  const auto* wave_aligned = kl::sgemm_pick(fake(4097, 1024, 516), d);
+  ASSERT_NE(wave_aligned, nullptr);
+  EXPECT_EQ(wave_aligned->number, 11);
+  // The same shape with C misaligned: 09-12 refuse it, rung 16 runs the 128x128 ring.
+  SgemmArgs c_off = fake(4097, 1024, 516);
+  c_off.C = reinterpret_cast<float*>(reinterpret_cast<uintptr_t>(c_off.C) + 4);
+  const auto* wave_c_off = kl::sgemm_pick(c_off, d);
+  ASSERT_NE(wave_c_off, nullptr);
+  EXPECT_EQ(wave_c_off->number, 16);
   // Under half a wave of 256x128 tiles and N = 1001: the small-shape path's any-shape rung.
   const auto* small_odd_n = kl::sgemm_pick(fake(1000, 1001, 1000), d);
   ASSERT_NE(small_odd_n, nullptr);

@@ -8,8 +8,9 @@
 //   slices: bitwise deterministic). 1024^3 -> 64 tiles x 2 slices = 128 blocks.
 // Why: a 256x128 tile gives 1024^3 only 32 blocks for 132 SMs.
 // Limits: 1 B of shared memory per FMA (8x8) against 0.75 (16x8); with a split, a memset of C and
-//   2 x M x N x 4 bytes of atomics. On one-wave-or-more shapes no better than rung 07, so the entry
-//   point takes it only when a 256x128 grid would leave half the SMs idle. 48 KB shared per block.
+//   2 x M x N x 4 bytes of atomics. On full waves no better than rung 07, so the entry point takes
+//   it where a 256x128 grid leaves half the SMs idle or fills its last wave much worse (sgemm.cu).
+//   48 KB shared per block.
 #include "ring.cuh"
 
 namespace kl::sgemm_detail {

@@ -1,4 +1,4 @@
-// kernels/sgemm/ring.cuh — family-private: the cp.async ring kernel of rungs 10 and 11.
+// kernels/sgemm/ring.cuh — family-private: the cp.async ring kernel of rungs 10, 11, 12 and 16.
 //
 // Both operands go global -> shared by cp.async into an S-stage ring, one barrier per k-tile:
 //  * A (row-major, k contiguous) is copied one float at a time (4-byte cp.async, .ca) straight
@@ -19,7 +19,8 @@
 //  * Warps: (BM/WM) x 2, warp tile WM x 64, lanes 4 (m) x 8 (n), per thread (WM/4) x 8 outputs as
 //    4x4 groups strided 16 rows / 32 columns apart (broadcast-friendly LDS.128, as rungs 06-09).
 //  * Split-K (gridDim.y > 1): slice z takes a contiguous run of k-tiles and adds its partial tile
-//    into C, which the launcher zeroed, with float4 atomics. With at most 2 slices the sum is
+//    into C, which the launcher zeroed, with float4 atomics (float atomics where kAnyB stores C
+//    one float at a time). With at most 2 slices the sum is
 //    bitwise deterministic (0 + a + b == 0 + b + a in IEEE arithmetic).
 // Without kAnyB: needs K % 4 == 0, N % 4 == 0 and 16-byte aligned B and C; A may have any alignment.
 #pragma once

@@ -92,14 +92,14 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
     for (int n : {15, 14})
       if (const auto* r = usable(n)) return r;
   // Between: the 128x128 ring (2 blocks/SM) where it fills its last wave enough better to make up
-  // for its lower rate per SM at full waves; the factors are rungs 11's and 16's rates over rung
-  // 08's at 4096^3 (sgemm.jsonl). 16 counts only where 11 refuses, and then 09-12 refuse too: the
-  // choice is 16 or 08. 4097x1023x515: 136 tiles of 256x128 on 132 SMs, 264 of 128x128 on 264 slots.
+  // for its lower rate per SM at full waves; the factors are the rates at 4096^3 (sgemm.jsonl) of
+  // rung 11 over 09 (the rung it replaces here) and of 16 over 08. 16 counts only where 11
+  // refuses, and then 09-12 refuse too: the choice is 16 or 08. 4097x1023x515: 136 tiles of 256x128 on 132 SMs, 264 of 128x128 on 264 slots.
   auto fill = [](long long tiles, long long slots) {  // busy share of the last wave's slots
     return double(tiles) / double(ceil_div(tiles, slots) * slots);
   };
   const double fill128 = fill(tiles128, 2LL * d.sms), fill256 = fill(tiles256, d.sms);
-  if (0.93 * fill128 > fill256)
+  if (0.91 * fill128 > fill256)
     if (const auto* r = usable(11)) return r;
   if (0.83 * fill128 > fill256)
     if (const auto* r = usable(16)) return r;
