@@ -279,22 +279,6 @@ void sgemm_ring_launch(const SgemmArgs& a, int slices, cudaStream_t s) {
   KL_CHECK_LAUNCH();
 }
 
-// "" when sgemm_ring_kernel<Cf> takes the shape: 16-byte rows of B and C at 16-byte aligned
-// addresses (A may have any alignment), a grid that fits, the ring within the device's shared memory.
-template <class Cf>
-std::string aligned_bc_supports(const SgemmArgs& a, const DeviceInfo& d) {
-  std::string why = sgemm_check_args(a);
-  if (!why.empty()) return why;
-  if (a.K % 4 || a.N % 4)
-    return "needs K % 4 == 0 and N % 4 == 0 (16-byte cp.async rows of B; rung 08 takes any shape)";
-  if (!aligned(a.B, 16) || !aligned(a.C, 16))
-    return "needs 16-byte aligned B and C (cp.async / float4; rung 08 takes any pointer)";
-  if (ceil_div(a.M, Cf::BM) * ceil_div(a.N, BN) > 0x7fffffffLL) return "grid exceeds 2^31-1 blocks";
-  if (d.smem_optin > 0 && Cf::kSmemBytes > d.smem_optin)
-    return "needs more shared memory per block than the device allows";
-  return "";
-}
-
 // "" when sgemm_ring_kernel<Cf, ..., kAnyB = true> takes the shape: any M, N, K > 0 and any
 // pointers, a grid that fits, the ring within the device's shared memory.
 template <class Cf>
@@ -305,6 +289,19 @@ std::string any_shape_supports(const SgemmArgs& a, const DeviceInfo& d) {
   if (d.smem_optin > 0 && Cf::kSmemBytes > d.smem_optin)
     return "needs more shared memory per block than the device allows";
   return "";
+}
+
+// "" when sgemm_ring_kernel<Cf> takes the shape: 16-byte rows of B and C at 16-byte aligned
+// addresses (A may have any alignment), a grid that fits, the ring within the device's shared memory.
+template <class Cf>
+std::string aligned_bc_supports(const SgemmArgs& a, const DeviceInfo& d) {
+  std::string why = sgemm_check_args(a);
+  if (!why.empty()) return why;
+  if (a.K % 4 || a.N % 4)
+    return "needs K % 4 == 0 and N % 4 == 0 (16-byte cp.async rows of B; rung 08 takes any shape)";
+  if (!aligned(a.B, 16) || !aligned(a.C, 16))
+    return "needs 16-byte aligned B and C (cp.async / float4; rung 08 takes any pointer)";
+  return any_shape_supports<Cf>(a, d);
 }
 
 }  // namespace kl::sgemm_detail::ring

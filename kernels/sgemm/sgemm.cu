@@ -94,7 +94,8 @@ const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& a, const DeviceInfo& d) {
   // Between: the 128x128 ring (2 blocks/SM) where it fills its last wave enough better to make up
   // for its lower rate per SM at full waves; the factors are the rates at 4096^3 (sgemm.jsonl) of
   // rung 11 over 09 (the rung it replaces here) and of 16 over 08. 16 counts only where 11
-  // refuses, and then 09-12 refuse too: the choice is 16 or 08. 4097x1023x515: 136 tiles of 256x128 on 132 SMs, 264 of 128x128 on 264 slots.
+  // refuses, and then 09-12 refuse too: the choice is 16 or 08. 4097x1023x515: 136 tiles of
+  // 256x128 on 132 SMs, 264 of 128x128 on 264 slots.
   auto fill = [](long long tiles, long long slots) {  // busy share of the last wave's slots
     return double(tiles) / double(ceil_div(tiles, slots) * slots);
   };
