@@ -214,7 +214,7 @@ const Case kCases[] = {
     {"decode D=64 GQA", 1, 16, 2, 1, 777, 64, true},
     {"short prefill Sq=4 GQA 8:1 causal", 1, 8, 1, 4, 2000, 128, true},
     // 70 KV heads x 5 row tiles of 128 (10 of 64) = 350 (700) items, more than the persistent
-    // rungs' CTAs (08, 10, 12: one per SM; 13: two): they go through their tile counter, and every
+    // rungs' CTAs (08, 10, 12, 14: one per SM; 13: two): they go through their tile counter, and every
     // later case checks that the counter was reset. At both head dims (rung 13's tiles differ).
     {"persistent: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 64, true},
     {"persistent D=128: more items than SMs, GQA 2:1 causal", 1, 140, 70, 300, 300, 128, true},
@@ -223,7 +223,7 @@ const Case kCases[] = {
     {"rising scores D=64", 1, 2, 1, 300, 1300, 64, false, true},
 };
 
-// Inputs and reference per case, built once and shared by the six rungs.
+// Inputs and reference per case, built once and shared by the rungs.
 const Inputs& cached_inputs(size_t i) {
   static std::vector<std::unique_ptr<Inputs>> cache(sizeof(kCases) / sizeof(kCases[0]));
   if (!cache[i]) cache[i] = std::make_unique<Inputs>(make_inputs(kCases[i], 1234u + unsigned(i)));
@@ -274,7 +274,7 @@ TEST_P(HopperAttention, Deterministic) {
   EXPECT_TRUE(o1 == o2) << "rung " << number << ": two runs differ bitwise on " << describe(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9, 10, 12, 13),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperAttention, ::testing::Values(4, 5, 6, 7, 8, 9, 10, 12, 13, 14),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return "rung" + std::to_string(i.param);
                          });
@@ -324,7 +324,7 @@ TEST(HopperAttentionCheck, RelL2GateCatchesADroppedKeyTile) {
 // The table carries the Hopper rungs in order, each with a name and a change.
 TEST(HopperAttentionTable, RungsListed) {
   const auto& t = kl::attention_rungs();
-  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13}) {
+  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13, 14}) {
     const auto* r = kl::find_rung(t, std::to_string(n));
     ASSERT_NE(r, nullptr) << "rung " << n << " missing";
     EXPECT_GT(std::strlen(r->name), 0u);
@@ -341,7 +341,7 @@ TEST(HopperAttentionTable, RefusesBadShapes) {
   a.Q = a.K = a.V = dummy;
   a.O = dummy;
   a.B = 1, a.Hq = 4, a.Hkv = 2, a.Sq = 8, a.Skv = 8, a.D = 128;
-  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13}) {
+  for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13, 14}) {
     const auto& r = rung(n);
     kl::AttentionArgs b = a;
     b.D = 96;

@@ -7,7 +7,7 @@ The wgmma rungs must show HGMMA in their SASS, and the design notes say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
   - every Hopper GEMM kernel (rungs 05-09, 12-16, 18, and rung 11's wgmma tiles) and every Hopper
-    attention kernel (rungs 04-08, 10, 12, 13) issues HGMMA and stores nothing to local memory (no STL);
+    attention kernel (rungs 04-08, 10, 12-14) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
   - sgemm rung 15's kernel (sgemm_ak_kernel<Bk64TwoStage, false>) and the 128x256 tile of
@@ -127,7 +127,7 @@ def main(build):
             check(c["BAR"] <= 1, f"gemm_bf16 rung 17: {k[:100]}... has at most one BAR ({c['BAR']})")
 
     a = found["bench_attention"]
-    rule(a, r"kl::hattn::flash_attention_kernel<", 16, "attention wgmma rungs 04-08, 10, 12, 13", need=("HGMMA",), forbid=("STL",))
+    rule(a, r"kl::hattn::flash_attention_kernel<", 18, "attention wgmma rungs 04-08, 10, 12-14", need=("HGMMA",), forbid=("STL",))
     rule(a, r"kl::flash::flash_mma_kernel<", 4, "attention mma.sync rungs 02/03", need=("HMMA",))
     rule(a, r"kl::\(anonymous namespace\)::attention_(flash_split_kv_decode|decode_split_kv)_kernel<", 4, "attention decode kernels", need=("HMMA",))
     # Rung 11 (rung 03's tiles fed by TMA): as rung 17, the barriers' init is the only BAR.

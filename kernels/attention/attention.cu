@@ -109,24 +109,25 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 //   CTA gains there;
 // - causal long, D = 128: 08 first (its per-tile descriptor arithmetic is on the uniform datapath),
 //   then 12, 10, 07, 06;
-// - non-causal long, D = 128: 06 first, then 07 and 08.
+// - non-causal long, D = 128: 06 first, then 07 and 08;
+// - 14 (12 with O stored by TMA) right behind 12 in every list.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
 // faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
 // caches). The first supported rung of the list wins, so a GPU without sm_90a falls through to
 // the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-const int kPrefillD64[] = {13, 12, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
-const int kPrefillShort[] = {12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalLong[] = {8, 12, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 10, 13, 5, 4, 3, 2, 1, 0};
+const int kPrefillD64[] = {13, 12, 14, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
+const int kPrefillShort[] = {12, 14, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillCausalLong[] = {8, 12, 14, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
+const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 14, 10, 13, 5, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
-constexpr size_t kPrefillEntries = 12;
+constexpr size_t kPrefillEntries = 13;
 static_assert(sizeof kPrefillD64 == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillShort == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillCausalLong == kPrefillEntries * sizeof(int) &&
                   sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
-              "attention_pick walks 12 prefill and 2 decode entries");
+              "attention_pick walks 13 prefill and 2 decode entries");
 }  // namespace
 
 const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const DeviceInfo& d) {

@@ -1,5 +1,5 @@
 // kernels/attention/hopper_fa.cuh — the sm_90a attention kernel (FlashAttention-3 style) that
-// rungs 04-08, 10, 12 and 13 instantiate, each with its parent's named configuration plus one
+// rungs 04-08, 10 and 12-14 instantiate, each with its parent's named configuration plus one
 // change (struct Defaults below). Included by the rung files only. A rung file includes its parent's rung
 // file for the parent's configuration: KL_ATTENTION_RUNG_FILE (the number of the file being
 // compiled) keeps the parent's supports()/launch() out of the child's translation unit.
@@ -22,9 +22,9 @@
 //   Producer        who issues the Q/K/V TMA loads        hopper_fa_mainloop.cuh
 //   Mainloop        the consumers' loop over KV tiles     hopper_fa_mainloop.cuh
 //   WarpgroupTurns  when a consumer warpgroup may issue   hopper_fa_mainloop.cuh
+//   Epilogue        how an item's O leaves                hopper_fa_epilogue.cuh
 // and the fixed ones: OnlineSoftmax (hopper_fa_softmax.cuh), TileMma / KvLoads / KvRing
-// (hopper_fa_mainloop.cuh), OutputEpilogue (hopper_fa_epilogue.cuh), Cfg / Params
-// (hopper_fa_config.cuh).
+// (hopper_fa_mainloop.cuh), Cfg / Params (hopper_fa_config.cuh).
 #pragma once
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -69,6 +69,7 @@ struct Defaults {
   using Mainloop = SerialMainloop;                 // S, softmax, P V of a tile in series
   using WarpgroupTurns = NoTurns;                  // the consumer WGs issue wgmma when ready
   using Scheduler = BlockOrderScheduler;           // which items a CTA takes (scheduler.cuh)
+  using Epilogue = RegisterEpilogue;               // O stored from the accumulator (epilogue.cuh)
 };
 
 template <class Choices>
@@ -79,7 +80,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, Cfg<Choices>::kCtasPer
   using Softmax = OnlineSoftmax<C::BN, C::D>;
   using Mma = TileMma<C>;
   using Loads = KvLoads<C>;
-  using Epilogue = OutputEpilogue<C::D>;
+  using Epilogue = typename C::Epilogue;
   using Producer = typename C::Producer;
   using Mainloop = typename C::Mainloop;
   using Turns = typename C::WarpgroupTurns;
@@ -91,6 +92,7 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, Cfg<Choices>::kCtasPer
   uint8_t* sQ = smem;  // [kQBuffers] Q tiles
   uint8_t* sK = sQ + C::kQBuffers * C::kQBytes;
   uint8_t* sV = sK + C::kStages * C::kKVBytes;
+  uint8_t* sO = sV + C::kStages * C::kKVBytes;  // [kOBytes] Epilogue's staging tile, if any
   uint64_t* bars = reinterpret_cast<uint64_t*>(smem + C::kBarOffset);
   uint64_t* q_full = bars;  // [kQBuffers]
   uint64_t* k_full = q_full + C::kQBuffers;
@@ -171,11 +173,12 @@ __global__ void __launch_bounds__(Cfg<Choices>::kThreads, Cfg<Choices>::kCtasPer
 
     // ---------------- epilogue: O / l (bf16)
     Softmax::finalize(l_run);
-    Epilogue::store(p, o, l_run, grow, bh, lane);
+    Epilogue::template store<C>(p, sO, o, l_run, grow, m0, c, bh, warp, lane);
     it += n;
     ++items;
     if constexpr (!Scheduler::kPersistent) break;
   }
+  Epilogue::finish();
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 }
 
@@ -220,6 +223,11 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
                             CU_TENSOR_MAP_SWIZZLE_128B);
     p.tmV = make_tensor_map(a.V, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dk, sk, bk,
                             CU_TENSOR_MAP_SWIZZLE_128B);
+    if constexpr (C::Epilogue::kStaged) {  // Q's view of O, one consumer warpgroup's 64 rows a box
+      const uint32_t bo[3] = {64, 64, 1};
+      p.tmO = make_tensor_map(a.O, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, dq, sq, bo,
+                              CU_TENSOR_MAP_SWIZZLE_128B);
+    }
   }
   // Once per (kernel, device) in the process (attention.cu's registry of raised limits).
   attention_smem_optin(reinterpret_cast<const void*>(flash_attention_kernel<Choices>), C::kSmemBytes,

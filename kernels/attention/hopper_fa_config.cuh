@@ -29,7 +29,9 @@ struct Cfg {
   static constexpr int kThreads = (kWS ? 128 : 0) + 128 * kConsumers;
   static constexpr int kQBytes = BM * D * 2;
   static constexpr int kKVBytes = BN * D * 2;  // one K (or V) tile
-  static constexpr int kBarOffset = kQBuffers * kQBytes + 2 * kStages * kKVBytes;
+  using Epilogue = typename Choices::Epilogue;
+  static constexpr int kOBytes = Epilogue::kStaged ? BM * D * 2 : 0;  // O staging tile (Q's layout)
+  static constexpr int kBarOffset = kQBuffers * kQBytes + 2 * kStages * kKVBytes + kOBytes;
   // mbarriers: q_full[kQBuffers], k_full[kStages], v_full[kStages], k_empty[kStages],
   // v_empty[kStages], q_empty[kQBuffers]; then the persistent item slots (8 bytes per Q buffer)
   static constexpr int kSmemBytes = kBarOffset + 8 * (3 * kQBuffers + 4 * kStages) + 1024;  // +1024: align slack
@@ -69,6 +71,7 @@ struct Cfg {
 
 struct Params {
   CUtensorMap tmQ, tmK, tmV;  // 3-D maps {D, rows|Skv, B*Hkv}, boxes {64, BM|BN, 1}, SWIZZLE_128B
+  CUtensorMap tmO;            // TmaStoreEpilogue only: O as {D, rows, B*Hkv}, boxes {64, 64, 1}
   __nv_bfloat16* O;           // [B*Hkv, rows, D]
   int rows, Sq, Skv, BH, m_tiles, causal;
   int work, hgroup;           // persistent: m_tiles * BH items; heads per L2 group

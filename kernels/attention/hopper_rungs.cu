@@ -1,10 +1,11 @@
 // kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
-// attention.cu: 04-10 here, and 12-13 by attention_append_late_hopper_rungs (after the portable rung
+// attention.cu: 04-10 here, and 12-14 by attention_append_late_hopper_rungs (after the portable rung
 // 11, so the table stays in ladder order). Each rung's number, name and one change are written here
-// and nowhere else. The kernels of 04-08, 10, 12 and 13 are one template (hopper_fa.cuh): rung 04 takes
+// and nowhere else. The kernels of 04-08, 10 and 12-14 are one template (hopper_fa.cuh): rung 04 takes
 // its defaults, and each later rung file writes its configuration as its parent's plus one change,
 // the named piece it picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
-// hopper_fa_scheduler.cuh), or in rung 10 the KV tile size, in rung 13 the CTA's size and residency.
+// hopper_fa_scheduler.cuh, Epilogue: hopper_fa_epilogue.cuh), or in rung 10 the KV tile size, in
+// rung 13 the CTA's size and residency.
 #include <algorithm>
 
 #include "attention/hopper_rungs.h"
@@ -44,6 +45,9 @@ void attention_append_late_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
                "64-row items, one consumer warpgroup per CTA, two CTAs per SM (64-key tiles at "
                "D = 128, setmaxnreg 40/216)",
                attention_short_items_supports, attention_short_items_launch, /*parent=*/12});
+  t.push_back({14, "tma_store_o",
+               "O staged in shared memory per consumer warpgroup and stored by TMA, not waited for",
+               attention_tma_store_o_supports, attention_tma_store_o_launch, /*parent=*/12});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {
