@@ -182,8 +182,10 @@ SUMMARY="${SANITIZE_OUT:-$OUT/sanitizer.txt}"
 mkdir -p "$(dirname "$SUMMARY")"
 TMP="$SUMMARY.tmp"
 COMMIT="$(scripts/commit_id.sh --full)"
+SCOPE="every bench"  # or the benches named on the command line
+if [ ${#NAMES[@]} -gt 0 ]; then SCOPE="${NAMES[*]}"; fi
 {
-  echo "# compute-sanitizer sweep (scripts/sanitize.sh): every rung of every bench, tools: $TOOLS"
+  echo "# compute-sanitizer sweep (scripts/sanitize.sh): every rung of $SCOPE, tools: $TOOLS"
   echo "# GPU: $GPU_NAME, driver $DRIVER"
   echo "# sanitizer: $("$SAN" --version 2>/dev/null | grep -i version | head -n1)"
   echo "# commit: $COMMIT"
@@ -325,7 +327,7 @@ done
   if [ ${#BAD[@]} -gt 0 ]; then
     printf 'NOT CLEAN: %s\n' "${BAD[@]}"
   else
-    echo "clean: every tool, every rung of every bench, 0 errors"
+    echo "clean: every tool, every rung of $SCOPE, 0 errors"
   fi
 } >>"$TMP"
 mv "$TMP" "$SUMMARY"
