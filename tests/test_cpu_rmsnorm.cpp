@@ -142,7 +142,14 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
     EXPECT_EQ(find_rung(rmsnorm_rungs(), "row_in_registers")->supports(b, d), "");
     EXPECT_NE(find_rung(rmsnorm_rungs(), "prefetch_next_row")->supports(b, d), "");
     EXPECT_NE(find_rung(rmsnorm_rungs(), "bulk_pipeline")->supports(b, d), "");
-    EXPECT_EQ(rmsnorm_pick(b, d)->number, 9);
+    // Unaligned bf16 with many rows (>= 16 per SM): warp per row beats the scalar register path.
+    EXPECT_EQ(rmsnorm_pick(b, d)->number, 1);
+    RmsnormArgs f32 = b;
+    f32.dtype = DType::f32;
+    EXPECT_EQ(rmsnorm_pick(f32, d)->number, 9);  // f32: the register path stays ahead
+    RmsnormArgs some = b;
+    some.rows = 16 * 132 - 1;
+    EXPECT_EQ(rmsnorm_pick(some, d)->number, 9);  // fewer rows: groups and clusters spread a row
   }
   // Long rows: rung 04 refuses above 32768 columns, 05 takes up to 8 x 32768.
   RmsnormArgs lng = a;
@@ -191,6 +198,14 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
   EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 6);
   f.cols = 131072 * 2;
   EXPECT_EQ(add_rmsnorm_pick(f, d)->number, 1);
+  // Unaligned rows (4099 columns): bf16 with many rows takes fused 01, f32 or few rows fused 06.
+  AddRmsnormArgs u{kP, kP, kP, kP, 4096, 4099, 1e-6f, DType::bf16};
+  EXPECT_EQ(add_rmsnorm_pick(u, d)->number, 1);
+  u.dtype = DType::f32;
+  EXPECT_EQ(add_rmsnorm_pick(u, d)->number, 6);
+  u.dtype = DType::bf16;
+  u.rows = 64;
+  EXPECT_EQ(add_rmsnorm_pick(u, d)->number, 6);
   // Fused register budget: 32 bf16 (packed) or 16 f32 elements per thread when aligned.
   f.cols = 32768;
   EXPECT_NE(find_rung(add_rmsnorm_rungs(), "row_in_registers")->supports(f, d), "");

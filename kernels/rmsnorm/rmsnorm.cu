@@ -1,5 +1,5 @@
 // kernels/rmsnorm/rmsnorm.cu — the two rung tables (written once, here), argument checks, and the
-// entry points rmsnorm() / add_rmsnorm() that launch the best supported rung for the shape.
+// entry points rmsnorm() / add_rmsnorm() that launch the picked rung for the shape.
 #include "kl/rmsnorm.h"
 
 #include "rmsnorm_internal.h"
@@ -94,11 +94,27 @@ const std::vector<Rung<AddRmsnormArgs>>& add_rmsnorm_rungs() {
   return t;
 }
 
+// The pick: the highest-numbered supported rung, except for unaligned bf16 rows when there are
+// enough rows to give every SM 16 of them: there the register rungs' scalar path (2-byte accesses,
+// at most 16 values per thread in flight) is slower than rung 01 / fused 01's coalesced loop over
+// the row (rows 01 and auto of both committed runs at 4096 x 4099 bf16). Few rows keep the
+// register rungs, whose groups of up to 1024 threads (and clusters) spread a row over many warps.
+namespace {
+template <class Args>
+const Rung<Args>* pick_for(const std::vector<Rung<Args>>& table, const Args& a, const DeviceInfo& d) {
+  if (a.dtype == DType::bf16 && !vec_ok(a) && a.rows >= 16LL * d.sms) {
+    const Rung<Args>* one = find_rung(table, "1");
+    if (one && one->supports(a, d).empty()) return one;
+  }
+  return best_supported(table, a, d);
+}
+}  // namespace
+
 const Rung<RmsnormArgs>* rmsnorm_pick(const RmsnormArgs& a, const DeviceInfo& d) {
-  return best_supported(rmsnorm_rungs(), a, d);
+  return pick_for(rmsnorm_rungs(), a, d);
 }
 const Rung<AddRmsnormArgs>* add_rmsnorm_pick(const AddRmsnormArgs& a, const DeviceInfo& d) {
-  return best_supported(add_rmsnorm_rungs(), a, d);
+  return pick_for(add_rmsnorm_rungs(), a, d);
 }
 
 namespace {

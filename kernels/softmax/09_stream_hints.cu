@@ -5,8 +5,9 @@
 //   st.global.cs (evict-first in L2).
 // Why: every byte is touched once; L1 allocation of x costs tag/fill work for lines never re-read,
 //   and normal-priority y lines compete in L2 with x lines still to be read.
-// Limits: neutral at the DRAM roof (as on SwiGLU), so not picked by auto. x must not be written
-//   during the kernel: y may not alias x (softmax_check_args refuses in-place).
+// Limits: neutral at the DRAM roof (as on SwiGLU); a few percent ahead of 07 where x and y fit in
+//   L2, so the pick takes it wherever 07 would run. x must not be written during the kernel: y may
+//   not alias x (softmax_check_args refuses in-place).
 #include "fused_impl.cuh"
 
 namespace kl::softmax_detail {

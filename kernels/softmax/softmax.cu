@@ -40,20 +40,20 @@ std::string softmax_check_args(const SoftmaxArgs& a) {
   return "";
 }
 
-// The pick is an explicit preference order from the H200 measurements (docs/softmax.md), not
+// The pick is an explicit preference order from the committed measurements (docs/softmax.md), not
 // "highest number": rung 08 is the fastest on 16384 x 8192 bf16 and takes only that row class;
-// rung 07 elsewhere (ahead of 04 and 03). Rung 09's hints are neutral; it supports what 07 does,
-// so it is never reached. Rung 06 (persistent + prefetch) is slower than 03/04 on every DRAM shape
+// rung 09 (07's layout with streaming hints) elsewhere: equal to 07 on the DRAM shapes, ahead of it
+// where x and y fit in L2 (4096 x 1024 bf16). Rung 06 (persistent + prefetch) is slower than 03/04 on every DRAM shape
 // and rung 05 (clusters) slower than 03 wherever 03 fits (1 x 8192, 64 x 8192), so 05 is picked
 // only for rows too long for one block (16 x 131072) and 06 never.
 const std::vector<int>& softmax_pick_order() {
-  static const std::vector<int> order = {8, 7, 9, 4, 3, 5, 6, 2, 1, 0};
+  static const std::vector<int> order = {8, 9, 7, 4, 3, 5, 6, 2, 1, 0};
   return order;
 }
 
-// Where rung 03 leads 07, so the pick tries it first: rows on the scalar path (not 16-byte vectors:
+// Where rung 03 leads 07 and 09, so the pick tries it first: rows on the scalar path (not 16-byte vectors:
 // 4096 x 4099, both dtypes), and f32 rows of 1024 to 2048 elements (4096 x 1024), where 03's
-// one-warp block per row runs ahead of 07's packed groups.
+// one-warp block per row runs ahead of 07's and 09's packed groups.
 namespace {
 bool row_in_regs_first(const SoftmaxArgs& a) {
   return !softmax_detail::vec_ok(a) || (a.dtype == DType::f32 && a.cols >= 1024 && a.cols <= 2048);
