@@ -104,13 +104,14 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // - D = 64, every prefill class: 13 first (64-row items, two CTAs per SM: one item's first S and
 //   last P V run under the other CTA's mainloop; it leads from batched short sequences to S = 8192),
 //   then 12, 08, 06;
-// - short, D = 128 (both masks): 12 first (two Q tiles: the next item's Q loads under the current
-//   item, which matters when an item has few key tiles); 13's 64-key tiles cost more than its second
-//   CTA gains there;
+// - short, D = 128 (both masks): 14 first (12's two Q tiles, so the next item's Q loads under the
+//   current item, and an O store by TMA that the warpgroup does not wait for: both matter when an
+//   item has few key tiles), then 12; 13's 64-key tiles cost more than its second CTA gains there;
 // - causal long, D = 128: 08 first (its per-tile descriptor arithmetic is on the uniform datapath),
 //   then 12, 10, 07, 06;
 // - non-causal long, D = 128: 06 first, then 07 and 08;
-// - 14 (12 with O stored by TMA) right behind 12 in every list.
+// - 14 right behind 12 in the other lists: on the long shapes its rows and 12's differ by less
+//   than their clocks do, and those lists come from interleaved rounds.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
 // faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
 // caches). The first supported rung of the list wins, so a GPU without sm_90a falls through to
@@ -118,7 +119,7 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
 const int kPrefillD64[] = {13, 12, 14, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
-const int kPrefillShort[] = {12, 14, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const int kPrefillShort[] = {14, 12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
 const int kPrefillCausalLong[] = {8, 12, 14, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
 const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 14, 10, 13, 5, 4, 3, 2, 1, 0};
 const int kDecodeOrder[] = {3, 9};
