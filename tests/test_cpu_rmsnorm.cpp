@@ -148,8 +148,10 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
     f32.dtype = DType::f32;
     EXPECT_EQ(rmsnorm_pick(f32, d)->number, 9);  // f32: the register path stays ahead
     RmsnormArgs some = b;
-    some.rows = 16 * 132 - 1;
-    EXPECT_EQ(rmsnorm_pick(some, d)->number, 9);  // fewer rows: groups and clusters spread a row
+    some.rows = 16 * d.sms;
+    EXPECT_EQ(rmsnorm_pick(some, d)->number, 1);  // the bound: 16 rows per SM
+    some.rows = 16 * d.sms - 1;
+    EXPECT_EQ(rmsnorm_pick(some, d)->number, 9);  // fewer rows: the register rungs
   }
   // Long rows: rung 04 refuses above 32768 columns, 05 takes up to 8 x 32768.
   RmsnormArgs lng = a;

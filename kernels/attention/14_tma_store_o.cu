@@ -7,8 +7,9 @@
 //   the tile.
 // Why: the register epilogue issues 32 global stores per thread at D = 128, each warp instruction
 //   16 bytes of each of 8 rows (half of every 32-byte sector), between an item's last P V and the
-//   next item's first S. On short KV ranges (4 to 8 key tiles per item) that end comes every few
-//   tiles; shared-memory stores and one bulk store per panel cost the warpgroup far fewer issues.
+//   next item's first S. On short KV ranges (1 to 8 key tiles per item) that end comes every few
+//   tiles; the same number of shared-memory stores wait on nothing beyond the SM, and the bulk
+//   store writes whole lines while the warpgroup goes on.
 // Limits: 32 KB more shared memory at D = 128 (Q 64 KB + K/V 128 KB + O 32 KB), no room left for
 //   a third K/V stage; two named-barrier waits per item and warpgroup.
 // Code: `using Epilogue = TmaStoreEpilogue` (hopper_fa_epilogue.cuh).

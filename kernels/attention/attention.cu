@@ -111,7 +111,8 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 //   then 12, 10, 07, 06;
 // - non-causal long, D = 128: 06 first, then 07 and 08;
 // - 14 right behind 12 in the other lists: on the long shapes its rows and 12's differ by less
-//   than their clocks do, and those lists come from interleaved rounds.
+//   than their clocks do, and those lists come from interleaved measurements; at D = 64, 13 leads
+//   both on the short shapes.
 // Decode (Sq <= 16): rung 03, then 09. Both are single-kernel split-KV steps; 03 is as fast or
 // faster on every decode shape (its cp.async stream runs faster than 09's TMA ring on the large
 // caches). The first supported rung of the list wins, so a GPU without sm_90a falls through to

@@ -13,11 +13,15 @@
 #include <cstdint>
 
 #include "attention/hopper_fa_config.cuh"
+#include "common/gemm_tile.cuh"
 #include "common/hopper.cuh"
 #include "common/mma.cuh"
 
 namespace kl {
 namespace hattn {
+
+// 1 / l of a row (0 for a row that saw no key: the padding rows of a last tile).
+__device__ __forceinline__ float inv_row_sum(float l) { return l > 0.f ? 1.f / l : 0.f; }
 
 // 4-byte pairs per thread from the accumulator layout: each warp instruction writes 16 bytes of 8
 // rows, half of each 32-byte sector. Rows past p.rows are the last tile's padding and are skipped.
@@ -32,7 +36,7 @@ struct RegisterEpilogue {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (grow[h] >= p.rows) continue;  // padding rows of the last tile (TMA read zeros)
-      const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+      const float inv = inv_row_sum(l[h]);
       __nv_bfloat16* orow = p.O + (size_t(bh) * p.rows + grow[h]) * C::D;
 #pragma unroll
       for (int j = 0; j < C::D / 8; ++j)
@@ -62,12 +66,12 @@ struct TmaStoreEpilogue {
     uint8_t* rows = sO + c * (64 * 128);  // this warpgroup's 64 rows in every panel
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+      const float inv = inv_row_sum(l[h]);
       const int r = warp * 16 + lane / 4 + 8 * h;
-      uint8_t* line = rows + r * 128 + (lane & 3) * 4;
+      uint8_t* lane_rows = rows + (lane & 3) * 4;
 #pragma unroll
       for (int j = 0; j < C::D / 8; ++j)  // columns 8j + 2 (lane & 3): panel j / 8, chunk j % 8
-        *reinterpret_cast<uint32_t*>(line + (j / 8) * (C::BM * 128) + (((j % 8) ^ (r & 7)) * 16)) =
+        *reinterpret_cast<uint32_t*>(lane_rows + (j / 8) * (C::BM * 128) + swz128_offset(r, j % 8)) =
             pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
     }
     fence_proxy_async_smem();  // the st.shared before the TMA (async proxy) reads them

@@ -3,7 +3,8 @@
 // (KvLoads) and the two wgmma products of a tile (TileMma).
 //
 // Shared memory (every tile base 1024-byte aligned; "panel" = 64 columns = 128-byte rows):
-//   sQ [D/64][BM][64], sK/sV [kStages][D/64][BN][64], then the mbarriers.
+//   sQ [kQBuffers][D/64][BM][64], sK/sV [kStages][D/64][BN][64], sO [D/64][BM][64] (staged
+//   epilogues only), then the mbarriers.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>

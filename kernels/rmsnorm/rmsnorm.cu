@@ -94,11 +94,12 @@ const std::vector<Rung<AddRmsnormArgs>>& add_rmsnorm_rungs() {
   return t;
 }
 
-// The pick: the highest-numbered supported rung, except for unaligned bf16 rows when there are
-// enough rows to give every SM 16 of them: there the register rungs' scalar path (2-byte accesses,
-// at most 16 values per thread in flight) is slower than rung 01 / fused 01's coalesced loop over
-// the row (rows 01 and auto of both committed runs at 4096 x 4099 bf16). Few rows keep the
-// register rungs, whose groups of up to 1024 threads (and clusters) spread a row over many warps.
+// The pick: the highest-numbered supported rung, except for unaligned bf16 rows when there are at
+// least 16 rows per SM: there the register rungs' scalar path (2-byte accesses, at most 16 values
+// per thread in flight) is slower than rung 01's warp per row and fused 01's block per row (rows
+// 01 and 09, fused 01 and 06, of both committed runs at 4096 x 4099 bf16, 31 rows per SM). The
+// bound of 16 rows per SM is a chosen one: below it one warp or block per row leaves SMs short of
+// rows, where the register rungs can split a row over a cluster.
 namespace {
 template <class Args>
 const Rung<Args>* pick_for(const std::vector<Rung<Args>>& table, const Args& a, const DeviceInfo& d) {

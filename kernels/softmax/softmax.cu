@@ -43,9 +43,9 @@ std::string softmax_check_args(const SoftmaxArgs& a) {
 // The pick is an explicit preference order from the committed measurements (docs/softmax.md), not
 // "highest number": rung 08 is the fastest on 16384 x 8192 bf16 and takes only that row class;
 // rung 09 (07's layout with streaming hints) elsewhere: equal to 07 on the DRAM shapes, ahead of it
-// where x and y fit in L2 (4096 x 1024 bf16). Rung 06 (persistent + prefetch) is slower than 03/04 on every DRAM shape
-// and rung 05 (clusters) slower than 03 wherever 03 fits (1 x 8192, 64 x 8192), so 05 is picked
-// only for rows too long for one block (16 x 131072) and 06 never.
+// where x and y fit in L2 (4096 x 1024 bf16). Rung 06 (persistent + prefetch) is slower than
+// 03/04 on every DRAM shape and rung 05 (clusters) slower than 03 wherever 03 fits (1 x 8192,
+// 64 x 8192), so 05 is picked only for rows too long for one block (16 x 131072) and 06 never.
 const std::vector<int>& softmax_pick_order() {
   static const std::vector<int> order = {8, 9, 7, 4, 3, 5, 6, 2, 1, 0};
   return order;
