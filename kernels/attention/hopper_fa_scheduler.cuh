@@ -1,7 +1,8 @@
 // kernels/attention/hopper_fa_scheduler.cuh — which work items (a BM-row tile of one (b, kv head))
 // a CTA of the sm_90a attention kernel (hopper_fa.cuh) computes, and in what order, and how many
 // Q tiles shared memory holds. A rung's configuration names one: `using Scheduler =
-// BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler` (12-14).
+// BlockOrderScheduler;` (rungs 04-07), `HeaviestFirstScheduler` (08, 10) or `DoubleQScheduler`
+// (12-14).
 //
 // The kernel asks a scheduler, constructed over the Q barriers and the item slot in shared memory:
 //   host      grid(p, kv_head_bytes, slots)     the grid (slots: SMs x CTAs per SM); sets the

@@ -1,8 +1,8 @@
 // kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
-// attention.cu: 04-10 here, and 12-14 by attention_append_late_hopper_rungs (after the portable rung
-// 11, so the table stays in ladder order). Each rung's number, name and one change are written here
-// and nowhere else. The kernels of 04-08, 10 and 12-14 are one template (hopper_fa.cuh): rung 04 takes
-// its defaults, and each later rung file writes its configuration as its parent's plus one change,
+// attention.cu: 04-10 here, and 12-14 by attention_append_late_hopper_rungs (after the portable
+// rung 11, so the table stays in ladder order). Each rung's number, name and one change are written
+// here and nowhere else. The kernels of 04-08, 10 and 12-14 are one template (hopper_fa.cuh): rung
+// 04 takes its defaults, and each later rung file writes its configuration as its parent's plus one change,
 // the named piece it picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
 // hopper_fa_scheduler.cuh, Epilogue: hopper_fa_epilogue.cuh), or in rung 10 the KV tile size, in
 // rung 13 the CTA's size and residency.

@@ -1,5 +1,6 @@
-// kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 10_*.cu, 12_*.cu .. 14_*.cu);
-// hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the decode rung.
+// kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 10_*.cu,
+// 12_*.cu .. 14_*.cu); hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the
+// decode rung.
 #pragma once
 #include <string>
 

@@ -51,9 +51,9 @@ const std::vector<int>& softmax_pick_order() {
   return order;
 }
 
-// Where rung 03 leads 07 and 09, so the pick tries it first: rows on the scalar path (not 16-byte vectors:
-// 4096 x 4099, both dtypes), and f32 rows of 1024 to 2048 elements (4096 x 1024), where 03's
-// one-warp block per row runs ahead of 07's and 09's packed groups.
+// Where rung 03 leads 07 and 09, so the pick tries it first: rows on the scalar path (not 16-byte
+// vectors: 4096 x 4099, both dtypes), and f32 rows of 1024 to 2048 elements (4096 x 1024), where
+// 03's one-warp block per row runs ahead of 07's and 09's packed groups.
 namespace {
 bool row_in_regs_first(const SoftmaxArgs& a) {
   return !softmax_detail::vec_ok(a) || (a.dtype == DType::f32 && a.cols >= 1024 && a.cols <= 2048);
