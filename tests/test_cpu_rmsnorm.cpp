@@ -104,9 +104,11 @@ TEST(RmsnormConfig, GroupSizedFromRowLength) {
 TEST(RmsnormConfig, ClusterSizeFromShape) {
   using namespace rmsnorm_detail;
   EXPECT_EQ(pick_cluster(DType::bf16, 16384, 8192, 32, 132), 1);  // many rows: no cluster
-  // 64 rows: 4 x 64 = 256 blocks is still < 2 x 132, so 8 (1024 columns per block, the floor).
-  EXPECT_EQ(pick_cluster(DType::bf16, 64, 8192, 32, 132), 8);
-  EXPECT_EQ(pick_cluster(DType::bf16, 1, 8192, 32, 132), 8);      // one row: 8 blocks of 1024 cols
+  // Few rows of 8192 columns: a split would leave fewer than 8192 columns per block, so none.
+  EXPECT_EQ(pick_cluster(DType::bf16, 64, 8192, 32, 132), 1);
+  EXPECT_EQ(pick_cluster(DType::bf16, 1, 8192, 32, 132), 1);
+  EXPECT_EQ(pick_cluster(DType::bf16, 1, 16384, 32, 132), 2);     // two blocks of 8192 columns
+  EXPECT_EQ(pick_cluster(DType::bf16, 1, 32768, 32, 132), 4);
   EXPECT_EQ(pick_cluster(DType::bf16, 64, 131072, 32, 132), 8);   // 4 fits; 8 fills the SMs
   // 4 fits and fills the SMs (also halving 1024-thread blocks was measured slower, so it is not done).
   EXPECT_EQ(pick_cluster(DType::bf16, 1024, 131072, 32, 132), 4);

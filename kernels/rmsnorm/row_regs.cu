@@ -306,13 +306,15 @@ int pick_cluster(DType t, int rows, int cols, int elems, int sms) {
     }
   if (C == 0) return 0;
   // Split each row over more blocks while the grid covers the SMs fewer than twice (few rows),
-  // keeping at least 1024 columns per block (below that the cluster barriers cost more than they
-  // buy). 1024-thread blocks (one per SM) are not split in two: C = 2 is slower than C = 1 on
-  // fused 4096x16384 f32.
+  // keeping at least kMinSliceCols columns per block: on rows of 8192 columns one block per row
+  // (rung 04) runs ahead of 8 blocks of 1024 columns (rung 05) at 1 and 64 rows, so a split pays
+  // only on rows too long for one block to hold quickly (docs/rmsnorm.md, few rows). 1024-thread
+  // blocks (one per SM) are not split in two: C = 2 is slower than C = 1 on fused 4096x16384 f32.
+  constexpr long long kMinSliceCols = 8192;
   while (C < 8) {
     const RowRegsConfig cur = row_regs_config(t, rows, cols, elems, C, sms);
     if (cur.blocks >= 2LL * sms) break;
-    if ((static_cast<long long>(cols) + 2 * C - 1) / (2 * C) < 1024) break;
+    if ((static_cast<long long>(cols) + 2 * C - 1) / (2 * C) < kMinSliceCols) break;
     C *= 2;
   }
   return C;
