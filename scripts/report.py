@@ -439,6 +439,39 @@ def impl_rank(r):
     return (3, 0)
 
 
+def read_torch_kernels(folder):
+    """torch_kernels.json (torch_baseline.py --kernels) of the folder: its rows, or {} without one.
+    A malformed file is an error, as a malformed row is."""
+    path = os.path.join(folder, "torch_kernels.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+        rows = obj["rows"]
+        if not isinstance(rows, dict):
+            raise ValueError("'rows' is not an object")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ReportError("%s: malformed: %s" % (path, e))
+    return rows
+
+
+def kernels_text(ks, top=3, width=72):
+    """The heaviest `top` kernels of a torch_kernels.json entry: name (shortened) x count, us."""
+    if isinstance(ks, dict):
+        return "profiler: %s" % ks.get("error", "?")
+    if not ks:
+        return "no CUDA kernel"
+    parts = []
+    for k in ks[:top]:
+        name = str(k.get("name", "?")).replace("|", "/")
+        if len(name) > width:
+            name = name[:width - 1] + "…"
+        parts.append("`%s`%s %.1f us" % (name, " ×%d" % k["n"] if k.get("n", 1) > 1 else "", k.get("us", 0.0)))
+    more = "" if len(ks) <= top else " + %d more" % (len(ks) - top)
+    return "; ".join(parts) + more
+
+
 # ------------------------------------------------------------------------------------------ model
 class Report:
     def __init__(self, folder, rows, env):
@@ -448,6 +481,7 @@ class Report:
         self.rf = roofs(self.rows)
         self.groups = {}  # (family, op) -> [rows]
         self.steps = [r for r in self.rows if r["op"].endswith("_step")]  # a launch's breakdown
+        self.kernels = read_torch_kernels(folder)  # "family|op|impl|dtype|shape_str" -> kernels
         for r in self.rows:
             if r["family"] != "peak" and not r["op"].endswith("_step"):
                 self.groups.setdefault((r["family"], r["op"]), []).append(r)
@@ -731,6 +765,34 @@ class Report:
                                          "fastest library", "library ms", "ratio", "SM MHz auto / library",
                                          ""], body)
 
+    def library_kernels(self):
+        """Per shape of the entry-point table: the kernels the fastest PyTorch row (eager or SDPA)
+        launched in one call, from torch_kernels.json; "" without that file."""
+        if not self.kernels:
+            return ""
+        body = []
+        for fam in self.families():
+            for op in self.ops(fam):
+                for k in self.shapes(fam, op):
+                    rs = self.rows_at(fam, op, k)
+                    if not self.auto_row(rs):
+                        continue
+                    cand = [r for r in rs if r["impl"] in TORCH_IMPLS and r.get("ok", True)
+                            and "|".join([fam, op, r["impl"], r["dtype"], r["shape_str"]]) in self.kernels]
+                    if not cand:
+                        continue
+                    r = min(cand, key=lambda x: x["median_ms"])
+                    ks = self.kernels["|".join([fam, op, r["impl"], r["dtype"], r["shape_str"]])]
+                    body.append([fam, op, k[0], k[1], r["impl"], fmt_ms(r["median_ms"]), kernels_text(ks)])
+        if not body:
+            return ""
+        head = ("What the fastest PyTorch row (eager or SDPA; `torch.compile`'s generated kernels are not "
+                "recorded) launches in one call at each shape of the table above, heaviest first, from "
+                "`torch_kernels.json` (`scripts/torch_baseline.py --kernels`, a process of its own: "
+                "microseconds under the profiler, not the rows' timing).")
+        return head + "\n\n" + md_table(["family", "op", "dtype", "shape", "PyTorch row", "row ms",
+                                          "kernels"], body)
+
     def rung_list(self, family, op):
         """One line per rung (and reference, PyTorch row) of an op: its name and its change, once."""
         seen, body = {}, []
@@ -832,8 +894,11 @@ class Report:
         out += ["", "## Headline", "", self.headline(), "",
                 "Ratios are reference time / row time (above 1.00× the row is faster). Rates of the "
                 "reference and PyTorch rows are on the best rung's scale (its work over their time).", "",
-                "## Entry point against the fastest library, every shape", "", self.entry_vs_library(), "",
-                "## Measured roofs", "", self.roofs_table(), "",
+                "## Entry point against the fastest library, every shape", "", self.entry_vs_library(), ""]
+        lk = self.library_kernels()
+        if lk:
+            out += ["### What PyTorch launches", "", lk, ""]
+        out += ["## Measured roofs", "", self.roofs_table(), "",
                 "## Head to head", "", h2h_section(self.folder, "."), ""]
         for fam in fams:
             out += ["## %s" % fam, ""]

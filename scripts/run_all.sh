@@ -15,11 +15,11 @@
 # runs at an ignored folder such as out/), KL_BENCH_ARGS (extra flags for every family bench, e.g.
 # "--quick"), KL_NO_TORCH=1 (no PyTorch rows).
 #
-# Writes into the results folder: <family>.jsonl, peak.jsonl, torch.jsonl, binding/ (the PyTorch
-# ops' per-call cost), h2h/, env.txt (what ran, where, how long), run_all.log (this script's whole
-# output), tables.md, roofline.png and ladder_<family>.png; with the README, also the ladder tables
-# of docs/<family>.md and the binding table of docs/api.md. Exits non-zero
-# if any step failed (the later steps still run).
+# Writes into the results folder: <family>.jsonl, peak.jsonl, torch.jsonl, torch_kernels.json (the
+# kernels PyTorch launches per row), binding/ (the PyTorch ops' per-call cost), h2h/, env.txt (what
+# ran, where, how long), run_all.log (this script's whole output), tables.md, roofline.png and
+# ladder_<family>.png; with the README, also the ladder tables of docs/<family>.md and the binding
+# table of docs/api.md. Exits non-zero if any step failed (the later steps still run).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,7 +59,7 @@ fi
 mkdir -p "$OUT"
 if [ $BENCHES = 1 ]; then
   # The folder holds one run: the last run's outputs go (git keeps them).
-  rm -rf "$OUT"/*.jsonl "$OUT"/*.png "$OUT"/tables.md "$OUT"/h2h "$OUT"/binding
+  rm -rf "$OUT"/*.jsonl "$OUT"/*.png "$OUT"/tables.md "$OUT"/h2h "$OUT"/binding "$OUT"/torch_kernels.json
   exec > >(tee "$OUT/run_all.log") 2>&1
 else
   [ -s "$OUT/env.txt" ] || die "--h2h-only adds to an earlier run in $OUT, and there is none (no env.txt)"
@@ -138,6 +138,14 @@ if [ $BENCHES = 1 ]; then
       say "PyTorch baseline done in $(( $(date +%s) - t )) s"
     else
       FAILED+=("torch_baseline.py (exit $?)")
+    fi
+    # What PyTorch runs at each shape (its library kernels), in a process of its own: the profiler
+    # never runs beside a timed launch.
+    step "PyTorch's kernels -> $OUT/torch_kernels.json"
+    if python3 scripts/torch_baseline.py --kernels "$OUT/torch_kernels.json"; then
+      say "PyTorch's kernels recorded"
+    else
+      FAILED+=("torch_baseline.py --kernels (exit $?)")
     fi
     # What a call of the PyTorch ops (python/kernel_ladder over this build's C API) costs.
     step "binding cost -> $OUT/binding/rows.jsonl"

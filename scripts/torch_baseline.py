@@ -3,6 +3,7 @@
 
     python3 scripts/torch_baseline.py --out results/<device>/torch.jsonl [--family F ...] [--quick]
                                       [--shape S ...]
+    python3 scripts/torch_baseline.py --kernels results/<device>/torch_kernels.json [...]
 
 impl values: torch (eager), torch_compile (torch.compile(dynamic=False) of the same eager code;
 family layer: mode "max-autotune-no-cudagraphs" for prefill, "reduce-overhead" (CUDA graphs) for
@@ -21,6 +22,12 @@ path costs tens of microseconds per call; so that rows measure device time, not 
 each chunk of timed launches is queued behind a short torch.cuda._sleep spin kernel (the queue
 fills while the GPU is held, then drains back to back). Each output is checked once before timing
 against a float64 computation (sampled rows for GEMMs and attention); a failed check is not a row.
+
+With --kernels FILE nothing is timed: one call of each eager and SDPA row runs under torch.profiler
+and FILE gets the CUDA kernels it launched (name, count, device microseconds under the profiler) per
+row, which is what "the library" runs at that shape (cuBLAS's or cuDNN's kernel, a split-K reduction,
+a cast). torch.compile rows (generated Triton code) and the layer family are left out. It is a
+separate process from the timed one, so the profiler never runs beside a timed launch.
 
 FLOPs and bytes are counted exactly as the benches count them (include/kl/<family>.h).
 Needs PyTorch with CUDA; exits 1 with a message otherwise.
@@ -226,6 +233,7 @@ class Ctx:
         self.has_sleep = hasattr(torch.cuda, "_sleep")
         self.clock = ClockSampler(self.dev)
         self.last_clock = None
+        self.kernels = {}  # --kernels: "family|op|impl|dtype|shape_str" -> kernels_of()
 
     def next_seed(self):
         self.seq += 1
@@ -242,7 +250,7 @@ class Ctx:
     def copies(self, bytes_per_set):
         """bench/harness rotation_copies: floor(3 L2 / set) + 1, at most 2^16 and at most a quarter of
         free memory."""
-        if self.args.no_rotate or bytes_per_set <= 0:
+        if self.args.no_rotate or self.args.kernels or bytes_per_set <= 0:
             return 1
         c = int(math.floor(3.0 * self.l2 / bytes_per_set)) + 1
         free, _ = torch.cuda.mem_get_info()
@@ -311,6 +319,34 @@ class Ctx:
                 idx += 1
             torch.cuda.synchronize()
             times += [s.elapsed_time(e) for s, e in ev]
+
+    def kernels_of(self, fn):
+        """The CUDA kernels of one call of fn (after one unprofiled call), heaviest first:
+        [{"name", "n", "us"}], or {"error": why} where the profiler could not say."""
+        try:
+            from torch.profiler import ProfilerActivity, profile
+            fn()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                fn()
+                torch.cuda.synchronize()
+            agg = {}
+            for e in prof.events():
+                if e.device_type != torch.autograd.DeviceType.CUDA:
+                    continue
+                k = agg.setdefault(e.name, [0, 0.0])
+                k[0] += 1
+                k[1] += e.time_range.elapsed_us()
+            return [{"name": name, "n": n, "us": round(us, 2)}
+                    for name, (n, us) in sorted(agg.items(), key=lambda kv: -kv[1][1])]
+        except Exception as e:  # no CUPTI, a profiler that refuses: say so, time nothing
+            return {"error": "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")}
+
+    def write_kernels(self, path):
+        with open(path, "w") as f:
+            json.dump({"device": self.device, "torch": torch.__version__, "git_commit": self.commit,
+                       "timestamp": self.timestamp, "rows": self.kernels}, f, indent=1, sort_keys=True)
+            f.write("\n")
 
     # ---------------------------------------------------------------------------------- rows
     def emit(self, family, op, impl, dtype, shape, timing, flops, bytes_, err, tol, l2_res, copies,
@@ -437,6 +473,10 @@ def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_,
             if not ok:
                 ctx.failed += 1
                 print("  FAIL %s: %s (tol %s)" % (what, err, tol), file=sys.stderr, flush=True)
+                continue
+            if ctx.args.kernels:
+                key = "|".join([family, op, impl, dtype, ",".join("%s=%d" % kv for kv in shape.items())])
+                ctx.kernels[key] = ctx.kernels_of(lambda fn=fn: fn(sets[0]))
                 continue
             timing = ctx.time_fn(lambda i, fn=fn: fn(sets[i]), copies)
         except Exception as e:  # a backend that refuses the shape, out of memory, ...
@@ -926,6 +966,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="input seed; 0 = from the clock")
     ap.add_argument("--no-rotate", action="store_true", help="one input copy (rows may be L2-resident)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch_compile rows")
+    ap.add_argument("--kernels", metavar="FILE",
+                    help="time nothing: write the CUDA kernels one call of each eager / SDPA row launches "
+                         "(torch.profiler) to FILE as one JSON object (no torch_compile rows, no layer)")
     ap.add_argument("--shape", action="append", default=[],
                     help="only this shape (repeatable), as the rows' shape_str: M=..,N=..,K=.. "
                          "(gemm_bf16, sgemm), B=..,Hq=..,Hkv=..,Sq=..,Skv=..,D=..,causal=.. "
@@ -934,8 +977,15 @@ def main():
     a = ap.parse_args()
     if a.iters < 1 or a.warmup < 0:
         ap.error("--iters must be >= 1 and --warmup >= 0")
+    if a.kernels:
+        if a.out:
+            ap.error("--kernels writes its own file; --out is for timed rows")
+        a.no_compile = True
+        if a.family and "layer" in a.family:
+            ap.error("--kernels leaves the layer family out")
     try:  # before anything needs PyTorch or a GPU: a bad flag is exit 2 everywhere
-        plan = shape_plan(a.family or FAMILIES, a.shape, a.quick)
+        plan = shape_plan(a.family or [f for f in FAMILIES if not (a.kernels and f == "layer")],
+                          a.shape, a.quick)
     except ValueError as e:
         ap.error(str(e))
     if torch is None:
@@ -979,6 +1029,11 @@ def main():
             bench_layer(ctx, lists[0])
         print("torch_baseline.py: %s done in %.1f s" % (fam, time.monotonic() - tf), file=sys.stderr,
               flush=True)
+    if a.kernels:
+        ctx.write_kernels(a.kernels)
+        print("torch_baseline.py: kernels of %d rows, %d skipped, %d failed validation, %.1f s -> %s" % (
+            len(ctx.kernels), ctx.skipped, ctx.failed, time.monotonic() - t0, a.kernels), file=sys.stderr)
+        return 1 if ctx.failed else 0
     print("torch_baseline.py: %d rows, %d skipped, %d failed validation, %.1f s%s" % (
         ctx.rows, ctx.skipped, ctx.failed, time.monotonic() - t0,
         (" -> " + a.out) if a.out else ""), file=sys.stderr)

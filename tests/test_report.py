@@ -78,6 +78,17 @@ def main():
             f.write(json.dumps({"family": "binding", "op": "rmsnorm", "impl": impl, "shape_str": "bf16 1x4096",
                                 "us_per_call": us, "gpu": "NVIDIA H200", "torch": "2.11", "git_commit": "abc123",
                                 "calls": 2000}) + "\n")
+    long_name = "void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(Params)"
+    with open(os.path.join(good, "torch_kernels.json"), "w") as f:
+        json.dump({"device": {"name": "NVIDIA H200"}, "torch": "2.11", "git_commit": "abc123",
+                   "timestamp": "2026-11-29T00:00:00Z",
+                   "rows": {"rmsnorm|rmsnorm|torch|bf16|rows=16384,cols=8192": [
+                                {"name": "vectorized_elementwise_kernel", "n": 2, "us": 120.5},
+                                {"name": "reduce_kernel|a", "n": 1, "us": 90.25},
+                                {"name": long_name, "n": 1, "us": 3.0},
+                                {"name": "elementwise_kernel", "n": 1, "us": 1.0}],
+                            "gemm_bf16|gemm|torch|bf16|M=4096,N=4096,K=4096": {"error": "RuntimeError: no CUPTI"}}},
+                  f)
     rc, so, se = run(good, "--readme", readme, "--docs", docs)
     check(rc == 0, "report.py exits 0 on the fixture", se)
     tables_path = os.path.join(good, "tables.md")
@@ -128,6 +139,15 @@ def main():
           "entry point vs fastest library: the count", md[md.find("## Entry point"):][:600])
     check("SM MHz auto / library" in md and e is not None and any(" / " in c for c in e),
           "entry point vs fastest library: each row's clock", str(e))
+    # What PyTorch launches (torch_kernels.json): the fastest PyTorch row that has kernels recorded
+    # (torch; torch_compile's are never recorded), its three heaviest kernels, names shortened.
+    lk = table_row(md, "rmsnorm", "rows=16384,cols=8192", "torch")
+    check("### What PyTorch launches" in md and lk is not None
+          and "`vectorized_elementwise_kernel` ×2 120.5 us" in lk[-1] and "`reduce_kernel/a` 90.2 us" in lk[-1]
+          and "…` 3.0 us" in lk[-1] and "+ 1 more" in lk[-1] and long_name not in lk[-1],
+          "library kernels: heaviest three, counts, shortened names, the rest counted", str(lk))
+    check(md.find("### What PyTorch launches") < md.find("## Measured roofs"),
+          "library kernels: under the entry-point table")
     check("wgmma_bf16" in md and "800.0 TFLOP/s" in md and "4000 GB/s" in md, "measured roofs table")
     check("4400 GB/s (read)" in md, "read_stream row in the roofs table", md[md.find("## Measured roofs"):][:2000])
     check("5.50 us a launch, 1.20 us back to back" in md, "launch_empty row in the roofs table",
@@ -288,6 +308,14 @@ def main():
     check(rc == 1 and "zz_bad.jsonl:2" in se and "median_ms" in se,
           "row missing a field: file:line and the field", se)
 
+    badk = os.path.join(out, "badk")
+    fresh(badk, FIXTURES)
+    with open(os.path.join(badk, "torch_kernels.json"), "w") as f:
+        f.write('{"rows": [1, 2]}')
+    rc, so, se = run(badk)
+    check(rc == 1 and "torch_kernels.json" in se and "malformed" in se,
+          "malformed torch_kernels.json refused", se)
+
     empty = os.path.join(out, "empty")
     os.makedirs(empty)
     rc, so, se = run(empty)
@@ -327,6 +355,11 @@ def main():
                        capture_output=True, text=True)
     check(p.returncode == 2 and "--shape 'M=1'" in p.stderr and "Traceback" not in p.stderr,
           "torch_baseline bad --shape: exit 2 before PyTorch or a GPU is needed", p.stderr)
+    for extra, why in ((["--out", "x.jsonl"], "--out is for timed rows"), (["--family", "layer"], "layer")):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "torch_baseline.py"),
+                            "--kernels", os.path.join(out, "k.json")] + extra, capture_output=True, text=True)
+        check(p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr,
+              "torch_baseline --kernels with %s: exit 2" % " ".join(extra), p.stderr)
     # ---- a launch's breakdown: "<op>_step" rows become one table (not op tables or charts)
     import report
     with open(FIXTURES[0]) as f:
