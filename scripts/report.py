@@ -451,6 +451,12 @@ def read_torch_kernels(folder):
         rows = obj["rows"]
         if not isinstance(rows, dict):
             raise ValueError("'rows' is not an object")
+        for key, ks in rows.items():
+            ok = (isinstance(ks, dict) and "error" in ks) or (isinstance(ks, list) and all(
+                isinstance(k, dict) and isinstance(k.get("name"), str) and isinstance(k.get("n", 1), int)
+                and isinstance(k.get("us", 0.0), (int, float)) for k in ks))
+            if not ok:
+                raise ValueError("row '%s': neither a list of {name, n, us} nor {error}" % key)
     except (ValueError, KeyError, TypeError) as e:
         raise ReportError("%s: malformed: %s" % (path, e))
     return rows

@@ -73,7 +73,7 @@ if [ $BENCHES = 1 ]; then
   for b in bench/bench_*.cu; do
     n="$(basename "$b" .cu)"; [ "$n" = bench_peak ] || STEPS+=("$n")
   done
-  [ $HAVE_TORCH = 1 ] && STEPS+=(torch binding)
+  [ $HAVE_TORCH = 1 ] && STEPS+=(torch torch_kernels binding)
 fi
 [ $H2H = 1 ] && STEPS+=(h2h)
 STEPS+=(report)

@@ -315,6 +315,11 @@ def main():
     rc, so, se = run(badk)
     check(rc == 1 and "torch_kernels.json" in se and "malformed" in se,
           "malformed torch_kernels.json refused", se)
+    with open(os.path.join(badk, "torch_kernels.json"), "w") as f:
+        f.write('{"rows": {"rmsnorm|rmsnorm|torch|bf16|rows=16384,cols=8192": [{"name": 3}]}}')
+    rc, so, se = run(badk)
+    check(rc == 1 and "rows=16384,cols=8192" in se and "Traceback" not in se,
+          "torch_kernels.json entry without a kernel name refused", se)
 
     empty = os.path.join(out, "empty")
     os.makedirs(empty)

@@ -5,7 +5,7 @@
 //   through distributed shared memory (one float per row and block, one cluster barrier, every
 //   thread reads the C partials in rank order, a second barrier before exit). C doubles while the
 //   grid covers fewer than 2 x SMs blocks or blocks have 1024 threads, as long as each block keeps
-//   >= 8192 columns; with many rows, or few rows of up to 8192 columns, C = 1 and this is rung 04.
+//   >= 8192 columns; with many rows, or few rows under 16384 columns, C = 1 and this is rung 04.
 // Why: rung 04 cannot hold rows longer than 32768 columns, leaves most SMs idle on few long rows,
 //   and a 1024-thread group is one block per SM with nothing to hide its reduction bubble.
 // Limits: needs clusters (cc >= 9.0). Kernel: row_regs.cu.
