@@ -783,12 +783,12 @@ class Report:
                     rs = self.rows_at(fam, op, k)
                     if not self.auto_row(rs):
                         continue
-                    cand = [r for r in rs if r["impl"] in TORCH_IMPLS and r.get("ok", True)
-                            and "|".join([fam, op, r["impl"], r["dtype"], r["shape_str"]]) in self.kernels]
+                    cand = [(r, self.kernels.get("|".join([fam, op, r["impl"], r["dtype"], r["shape_str"]])))
+                            for r in rs if r["impl"] in TORCH_IMPLS and r.get("ok", True)]
+                    cand = [(r, ks) for r, ks in cand if ks is not None]
                     if not cand:
                         continue
-                    r = min(cand, key=lambda x: x["median_ms"])
-                    ks = self.kernels["|".join([fam, op, r["impl"], r["dtype"], r["shape_str"]])]
+                    r, ks = min(cand, key=lambda c: c[0]["median_ms"])
                     body.append([fam, op, k[0], k[1], r["impl"], fmt_ms(r["median_ms"]), kernels_text(ks)])
         if not body:
             return ""

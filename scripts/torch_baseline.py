@@ -321,12 +321,10 @@ class Ctx:
             times += [s.elapsed_time(e) for s, e in ev]
 
     def kernels_of(self, fn):
-        """The CUDA kernels of one call of fn (after one unprofiled call), heaviest first:
+        """The CUDA kernels of one call of fn (already run once: its validation), heaviest first:
         [{"name", "n", "us"}], or {"error": why} where the profiler could not say."""
         try:
             from torch.profiler import ProfilerActivity, profile
-            fn()
-            torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 fn()
                 torch.cuda.synchronize()
@@ -465,8 +463,9 @@ def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_,
     what the launch reads (else from their bytes); notes: extra row notes."""
     if l2_res is None:
         l2_res = ctx.l2 > 0 and (bytes_per_set_of(sets) * copies <= 3 * ctx.l2)  # as bench/harness
+    shape_str = ",".join("%s=%d" % kv for kv in shape.items())
     for impl, fn in impls:
-        what = "%s %s %s %s" % (impl, op, dtype, ",".join("%s=%d" % kv for kv in shape.items()))
+        what = "%s %s %s %s" % (impl, op, dtype, shape_str)
         try:
             ok, err, tol = check(fn)
             torch.cuda.synchronize()
@@ -475,8 +474,8 @@ def run_impls(ctx, family, op, dtype, shape, impls, sets, copies, flops, bytes_,
                 print("  FAIL %s: %s (tol %s)" % (what, err, tol), file=sys.stderr, flush=True)
                 continue
             if ctx.args.kernels:
-                key = "|".join([family, op, impl, dtype, ",".join("%s=%d" % kv for kv in shape.items())])
-                ctx.kernels[key] = ctx.kernels_of(lambda fn=fn: fn(sets[0]))
+                ctx.kernels["|".join([family, op, impl, dtype, shape_str])] = ctx.kernels_of(
+                    lambda fn=fn: fn(sets[0]))
                 continue
             timing = ctx.time_fn(lambda i, fn=fn: fn(sets[i]), copies)
         except Exception as e:  # a backend that refuses the shape, out of memory, ...
