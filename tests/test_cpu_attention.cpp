@@ -152,6 +152,23 @@ TEST(AttentionRefusals, PartOneRungsSayWhy) {
   }
 }
 
+// Rung 15 fits two CTAs per SM at D = 64 only; it refuses D = 128 before it asks the device.
+TEST(AttentionRefusals, ShortTmaStoreIsD64Only) {
+  alignas(16) static uint16_t buf[64];
+  auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
+  AttentionArgs a;
+  a.Q = a.K = a.V = a.O = p;
+  a.B = 16; a.Hq = 32; a.Hkv = 32; a.Sq = 512; a.Skv = 512; a.D = 128; a.causal = false;
+  const Rung<AttentionArgs>* r = find_rung(attention_rungs(), "15");
+  ASSERT_NE(r, nullptr);
+  EXPECT_STREQ(r->name, "short_tma_store");
+  EXPECT_EQ(r->parent, 13);
+  const std::string why = r->supports(a, fake_h200());
+  EXPECT_NE(why.find("D = 64 only"), std::string::npos) << why;
+  a.D = 96;  // not a head dim at all: the family's own reason comes first
+  EXPECT_NE(r->supports(a, fake_h200()).find("D=96"), std::string::npos);
+}
+
 TEST(AttentionWorkspace, SplitShapesAskForScratch) {
   const DeviceInfo d = fake_h200();
   AttentionArgs a;

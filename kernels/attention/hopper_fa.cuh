@@ -1,5 +1,5 @@
 // kernels/attention/hopper_fa.cuh — the sm_90a attention kernel (FlashAttention-3 style) that
-// rungs 04-08, 10 and 12-14 instantiate, each with its parent's named configuration plus one
+// rungs 04-08, 10 and 12-15 instantiate, each with its parent's named configuration plus one
 // change (struct Defaults below). Included by the rung files only. A rung file includes its parent's rung
 // file for the parent's configuration: KL_ATTENTION_RUNG_FILE (the number of the file being
 // compiled) keeps the parent's supports()/launch() out of the child's translation unit.

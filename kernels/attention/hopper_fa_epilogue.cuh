@@ -61,8 +61,11 @@ struct TmaStoreEpilogue {
                                                const float (&l)[2], const int (&)[2], int m0, int c,
                                                int bh, int warp, int lane) {
     const bool issuer = threadIdx.x % 128 == 0;
+    // A literal id where one consumer warpgroup is all there is: ptxas then reserves 4 hardware
+    // barriers, not all 16 (a variable id takes every one).
+    const int bar = C::kConsumers > 1 ? 3 + c : 3;
     if (issuer) tma_store_wait_read<0>();  // the previous item's store has read the tile
-    named_barrier_sync(3 + c, 128);
+    named_barrier_sync(bar, 128);
     uint8_t* rows = sO + c * (64 * 128);  // this warpgroup's 64 rows in every panel
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -75,7 +78,7 @@ struct TmaStoreEpilogue {
             pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
     }
     fence_proxy_async_smem();  // the st.shared before the TMA (async proxy) reads them
-    named_barrier_sync(3 + c, 128);
+    named_barrier_sync(bar, 128);
     if (issuer) {
 #pragma unroll
       for (int pn = 0; pn < C::kPanels; ++pn)

@@ -1,7 +1,7 @@
 // kernels/attention/hopper_rungs.cu — the sm_90a attention rungs (part 2), appended to the table in
-// attention.cu: 04-10 here, and 12-14 by attention_append_late_hopper_rungs (after the portable
+// attention.cu: 04-10 here, and 12-15 by attention_append_late_hopper_rungs (after the portable
 // rung 11, so the table stays in ladder order). Each rung's number, name and one change are written
-// here and nowhere else. The kernels of 04-08, 10 and 12-14 are one template (hopper_fa.cuh): rung
+// here and nowhere else. The kernels of 04-08, 10 and 12-15 are one template (hopper_fa.cuh): rung
 // 04 takes its defaults, and each later rung file writes its configuration as its parent's plus one change,
 // the named piece it picks (Producer, Mainloop, WarpgroupTurns, Scheduler: hopper_fa_mainloop.cuh,
 // hopper_fa_scheduler.cuh, Epilogue: hopper_fa_epilogue.cuh), or in rung 10 the KV tile size, in
@@ -48,6 +48,10 @@ void attention_append_late_hopper_rungs(std::vector<Rung<AttentionArgs>>& t) {
   t.push_back({14, "tma_store_o",
                "O staged in shared memory per consumer warpgroup and stored by TMA, not waited for",
                attention_tma_store_o_supports, attention_tma_store_o_launch, /*parent=*/12});
+  t.push_back({15, "short_tma_store",
+               "D = 64: rung 13's two CTAs per SM with rung 14's O staged in shared memory and "
+               "stored by TMA",
+               attention_short_tma_store_supports, attention_short_tma_store_launch, /*parent=*/13});
 }
 
 size_t attention_hopper_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d) {

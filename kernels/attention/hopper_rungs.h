@@ -1,5 +1,5 @@
 // kernels/attention/hopper_rungs.h — supports()/launch() of the sm_90a rungs (04_*.cu .. 10_*.cu,
-// 12_*.cu .. 14_*.cu); hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the
+// 12_*.cu .. 15_*.cu); hopper_rungs.cu puts them in the table. Also the split-KV scratch size of the
 // decode rung.
 #pragma once
 #include <string>
@@ -20,6 +20,7 @@ KL_ATTN_HOPPER_RUNG(attention_wide_kv_tile)
 KL_ATTN_HOPPER_RUNG(attention_double_q)
 KL_ATTN_HOPPER_RUNG(attention_short_items)
 KL_ATTN_HOPPER_RUNG(attention_tma_store_o)
+KL_ATTN_HOPPER_RUNG(attention_short_tma_store)
 #undef KL_ATTN_HOPPER_RUNG
 // Workspace rung 09's split plan needs for `a` (0 when it would not split or is not decode).
 size_t attention_decode_split_kv_workspace_bytes(const AttentionArgs& a, const DeviceInfo& d);
