@@ -119,6 +119,9 @@ void gemm_bf16_narrow_tiles_launch(const GemmBf16Args& a, cudaStream_t s);
 // Rung 20 (pair_along_n): rung 19's tiles in 2-CTA clusters along N sharing A by multicast.
 std::string gemm_bf16_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
 void gemm_bf16_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
+// Rung 21 (wide_pair_along_n): rung 13's 128 x 256 tiles in 2-CTA clusters along N.
+std::string gemm_bf16_wide_pair_along_n_supports(const GemmBf16Args& a, const DeviceInfo& d);
+void gemm_bf16_wide_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
 
 // ---- host helpers (inline: tiny, shared by every Hopper launcher)
 // Shape/alignment/arch conditions common to the TMA rungs. TMA needs 16-byte row strides (K and N

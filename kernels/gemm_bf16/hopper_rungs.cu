@@ -1,4 +1,4 @@
-// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16, 18-20), the decode rung
+// kernels/gemm_bf16/hopper_rungs.cu — appends the Hopper rungs (05-09, 11-16, 18-21), the decode rung
 // (10) and the sm_90+ TMA rung (17) to the gemm_bf16 table (gemm_bf16.cu calls this once while
 // building the table). Each rung's number, name and one change are written here and nowhere else;
 // the kernels live in NN_*.cu.
@@ -65,4 +65,8 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                "rung 19 in 2-CTA clusters along N: each CTA loads half the A tile and TMA-multicasts "
                "it to both (24 -> 16 KB of L2 traffic per CTA per k-block)",
                gemm_bf16_pair_along_n_supports, gemm_bf16_pair_along_n_launch, /*parent=*/19});
+  t.push_back({21, "wide_pair_along_n",
+               "rung 13's 128x256 tiles with the 2-CTA cluster along N: each CTA multicasts half the A "
+               "tile (48 -> 40 KB of L2 traffic per CTA per k-block), whole pairs when M's tile count is odd",
+               gemm_bf16_wide_pair_along_n_supports, gemm_bf16_wide_pair_along_n_launch, /*parent=*/13});
 }
