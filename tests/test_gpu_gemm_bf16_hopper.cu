@@ -164,7 +164,7 @@ TEST_P(HopperRung, ShapesSmallestFirst) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16, 18, 19, 20),
+INSTANTIATE_TEST_SUITE_P(Rungs, HopperRung, ::testing::Values(5, 6, 7, 8, 9, 12, 13, 16, 18, 19, 20, 21),
                          [](const ::testing::TestParamInfo<int>& i) {
                            return (i.param < 10 ? "rung0" : "rung") + std::to_string(i.param);
                          });
