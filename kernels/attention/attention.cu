@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "kl/attention.h"
 #include "attention/attention_internal.h"
@@ -101,9 +102,9 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // The pick is a preference list per shape class, fastest first on the H200, not "the highest
 // rung". Prefill classes: causal or not, the KV length, short (Skv < 2048, between the measured
 // 1024 and 4096) or long, and the head dim (docs/attention.md has the rows):
-// - D = 64, every prefill class: 13 first (64-row items, two CTAs per SM: one item's first S and
-//   last P V run under the other CTA's mainloop; it leads from batched short sequences to S = 8192),
-//   then 12, 08, 06;
+// - D = 64, every prefill class: 15 first (13's 64-row items, two CTAs per SM, with the O store by
+//   TMA: ahead of 13 on the batched short shapes, level on the long ones), then 13 (one item's
+//   first S and last P V run under the other CTA's mainloop), 12, 08, 06;
 // - short, D = 128 (both masks): 14 first (12's two Q tiles, so the next item's Q loads under the
 //   current item, and an O store by TMA that the warpgroup does not wait for: both matter when an
 //   item has few key tiles), then 12; 13's 64-key tiles cost more than its second CTA gains there;
@@ -119,24 +120,19 @@ size_t attention_workspace_bytes(const AttentionArgs& shape_only, const DeviceIn
 // the mma.sync rungs.
 namespace {
 constexpr int kPrefillShortKv = 2048;   // Skv below this: "short" prefill class
-const int kPrefillD64[] = {13, 12, 14, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
-const int kPrefillShort[] = {14, 12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
-const int kPrefillCausalLong[] = {8, 12, 14, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
-const int kPrefillNonCausalLong[] = {6, 7, 8, 12, 14, 10, 13, 5, 4, 3, 2, 1, 0};
-const int kDecodeOrder[] = {3, 9};
-constexpr size_t kPrefillEntries = 13;
-static_assert(sizeof kPrefillD64 == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillShort == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillCausalLong == kPrefillEntries * sizeof(int) &&
-                  sizeof kPrefillNonCausalLong == kPrefillEntries * sizeof(int) && sizeof kDecodeOrder == 2 * sizeof(int),
-              "attention_pick walks 13 prefill and 2 decode entries");
+// Rung 15 takes D = 64 only, so only the D = 64 list names it.
+const std::vector<int> kPrefillD64 = {15, 13, 12, 14, 8, 6, 7, 10, 5, 4, 3, 2, 1, 0};
+const std::vector<int> kPrefillShort = {14, 12, 13, 8, 7, 10, 6, 5, 4, 3, 2, 1, 0};
+const std::vector<int> kPrefillCausalLong = {8, 12, 14, 10, 7, 6, 13, 5, 4, 3, 2, 1, 0};
+const std::vector<int> kPrefillNonCausalLong = {6, 7, 8, 12, 14, 10, 13, 5, 4, 3, 2, 1, 0};
+const std::vector<int> kDecodeOrder = {3, 9};
 }  // namespace
 
 const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const DeviceInfo& d) {
   const auto& table = attention_rungs();
-  auto first_supported = [&](const int* order, size_t n) -> const Rung<AttentionArgs>* {
-    for (size_t k = 0; k < n; ++k) {
-      const Rung<AttentionArgs>* r = find_rung(table, std::to_string(order[k]));
+  auto first_supported = [&](const std::vector<int>& order) -> const Rung<AttentionArgs>* {
+    for (int n : order) {
+      const Rung<AttentionArgs>* r = find_rung(table, std::to_string(n));
       if (r && r->supports(args, d).empty()) return r;
     }
     return nullptr;
@@ -144,17 +140,17 @@ const Rung<AttentionArgs>* attention_pick(const AttentionArgs& args, const Devic
   // Decode shapes (Sq <= 16): a kernel built for them (GQA heads packed into the tile, KV split
   // over the SMs); the prefill kernels would re-read each KV head per query head and idle most SMs.
   if (attention_is_decode(args)) {
-    if (const auto* r = first_supported(kDecodeOrder, 2)) return r;
+    if (const auto* r = first_supported(kDecodeOrder)) return r;
   }
   // Prefill: the shape class (lists above).
-  const int* order = kPrefillNonCausalLong;
+  const std::vector<int>* order = &kPrefillNonCausalLong;
   if (args.D == 64)
-    order = kPrefillD64;
+    order = &kPrefillD64;
   else if (args.Skv < kPrefillShortKv)
-    order = kPrefillShort;
+    order = &kPrefillShort;
   else if (args.causal)
-    order = kPrefillCausalLong;
-  if (const auto* r = first_supported(order, kPrefillEntries)) return r;
+    order = &kPrefillCausalLong;
+  if (const auto* r = first_supported(*order)) return r;
   return best_supported(table, args, d);
 }
 
