@@ -1,6 +1,6 @@
 // kernels/gemm_bf16/cluster_gemm.cuh — family-private: the persistent 2-CTA-cluster kernel with TMA
 // multicast of the operand the pair shares, of rungs 09 (ThreeStages, pairs along M sharing W), 13
-// (FourStages, along M) and 20 (NarrowTiles, pairs along N sharing A).
+// (FourStages, along M), 20 (NarrowTiles, pairs along N sharing A) and 21 (FourStages, along N).
 // The rung files say what each configuration changes (rung 09's header: the multicast, the
 // cluster-wide empty barriers, the expect-tx ordering); this is the code they share. The tile,
 // roles, epilogue and PDL are those of tma_store_gemm.cuh.
@@ -28,7 +28,7 @@ static_assert(CONSUMER_WARPS == 2 * 4, "empty[] counts one arrive per consumer w
 struct PairAlongM {  // rungs 09, 13: tiles (2p + rank, n) need the same W rows
   static constexpr bool kShareA = false;
 };
-struct PairAlongN {  // rung 20: tiles (m, 2p + rank) need the same A rows
+struct PairAlongN {  // rungs 20, 21: tiles (m, 2p + rank) need the same A rows
   static constexpr bool kShareA = true;
 };
 // Work units (tile pairs) of an M x N tile grid.
