@@ -79,7 +79,7 @@ timeout_for() {
 #   attention  square causal and not, D=64 GQA 2 with Sq < Skv, a light decode step (B=2, Hq=4,
 #            Hkv=1, Skv=600: 10 key tiles split into pieces, a ragged last tile, GQA 4), and 2 x 136
 #            one-tile heads: more items than persistent CTAs, so CTAs run two or more items (rungs
-#            08, 12, 14 with one CTA per SM, 13 with two).
+#            08, 12, 14 with one CTA per SM, 13 and 15 with two).
 shapes_for() {
   case "$1" in
     rmsnorm)

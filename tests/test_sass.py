@@ -6,8 +6,8 @@
 The wgmma rungs must show HGMMA in their SASS, and the design notes say which
 kernels do not spill. This reads `cuobjdump -sass -arch sm_90a` of the bench binaries, groups the
 instructions per kernel (names demangled with c++filt) and checks:
-  - every Hopper GEMM kernel (rungs 05-09, 12-16, 18, and rung 11's wgmma tiles) and every Hopper
-    attention kernel (rungs 04-08, 10, 12-14) issues HGMMA and stores nothing to local memory (no STL);
+  - every Hopper GEMM kernel (rungs 05-09, 12-16, 18-21, and rung 11's wgmma tiles) and every Hopper
+    attention kernel (rungs 04-08, 10, 12-15) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
   - sgemm rung 15's kernel (sgemm_ak_kernel<Bk64TwoStage, false>) and the 128x256 tile of
@@ -108,7 +108,7 @@ def main(build):
                    r"\(anonymous namespace\)::gemm_bf16_(tma_wgmma|warp_specialized|persistent|stream_k_tail|pingpong)_kernel\(|"
                    r"\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::Wgmma|"
                    r"\(anonymous namespace\)::whole_k_gemm_kernel<)")
-    rule(g, hopper_gemm, 16, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
+    rule(g, hopper_gemm, 17, "gemm_bf16 wgmma rungs", need=("HGMMA",), forbid=("STL",))
     rule(g, r"kl::hopper_gemm::\(anonymous namespace\)::gemm_bf16_decode_tma_splitk_kernel<[^>]*::MmaSyncRows<", 2,
          "gemm_bf16 rung 11 m16 tiles", need=("HMMA",))
     rule(g, r"kl::gemm_bf16_detail::\(anonymous namespace\)::(gemm_bf16_(wmma_global|smem_tile_padded|"
@@ -127,7 +127,7 @@ def main(build):
             check(c["BAR"] <= 1, f"gemm_bf16 rung 17: {k[:100]}... has at most one BAR ({c['BAR']})")
 
     a = found["bench_attention"]
-    rule(a, r"kl::hattn::flash_attention_kernel<", 18, "attention wgmma rungs 04-08, 10, 12-14", need=("HGMMA",), forbid=("STL",))
+    rule(a, r"kl::hattn::flash_attention_kernel<", 19, "attention wgmma rungs 04-08, 10, 12-15", need=("HGMMA",), forbid=("STL",))
     rule(a, r"kl::flash::flash_mma_kernel<", 4, "attention mma.sync rungs 02/03", need=("HMMA",))
     rule(a, r"kl::\(anonymous namespace\)::attention_(flash_split_kv_decode|decode_split_kv)_kernel<", 4, "attention decode kernels", need=("HMMA",))
     # Rung 11 (rung 03's tiles fed by TMA): as rung 17, the barriers' init is the only BAR.
