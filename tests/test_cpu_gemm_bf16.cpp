@@ -95,10 +95,13 @@ void expect_hopper_rung(int number, const char* name, int parent, const GemmBf16
   EXPECT_NE(t[number].supports(a, sm120).find("sm_90a"), std::string::npos) << name;
 }
 
-// Rung 18 (ping-pong consumers), rung 19 (128 x 64 tiles of rung 12's kernel) and rung 20 (rung
-// 19's tiles in clusters along N).
+// Rung 18 (ping-pong consumers), rung 19 (128 x 64 tiles of rung 12's kernel), rung 20 (rung
+// 19's tiles in clusters along N) and rung 21 (rung 13's tiles in clusters along N).
 TEST(GemmBf16Cpu, PingpongRegistered) { expect_hopper_rung(18, "pingpong", 12, args(4096, 4096, 4096)); }
 TEST(GemmBf16Cpu, NarrowTilesRegistered) { expect_hopper_rung(19, "narrow_tiles", 12, args(1024, 1024, 1024)); }
 TEST(GemmBf16Cpu, PairAlongNRegistered) { expect_hopper_rung(20, "pair_along_n", 19, args(1024, 1024, 1024)); }
+TEST(GemmBf16Cpu, WidePairAlongNRegistered) {
+  expect_hopper_rung(21, "wide_pair_along_n", 13, args(4097, 1016, 520));
+}
 
 }  // namespace

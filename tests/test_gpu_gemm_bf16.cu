@@ -161,7 +161,7 @@ TEST(GemmBf16, PicksOnSm120TakeTheBestPortableRung) {
     ASSERT_NE(r, nullptr) << c.cls;
     EXPECT_EQ(r->number, c.want) << c.M << "x" << c.N << "x" << c.K << " (" << c.cls << ") picked "
                                  << r->number << " " << r->name;
-    for (int hopper : {5, 8, 11, 12, 15, 16, 18, 19, 20})
+    for (int hopper : {5, 8, 11, 12, 15, 16, 18, 19, 20, 21})
       EXPECT_NE(table()[hopper].supports(a, d).find("sm_90a"), std::string::npos) << hopper;
   }
 }

@@ -132,8 +132,8 @@ TEST(GemmBf16Hopper, TmaSwizzle128Layout) {
 
 // ---------------------------------------------------------------- the rungs, smallest first
 // 05: 128x128 tile. 06-09: 128x256 tile (08-09 TMA-store 64x64 boxes; 09 runs 2-CTA clusters:
-// odd tile counts leave the second CTA of the last pair with an all-out-of-bounds tile; 20
-// pairs tiles along N, so an odd N-tile count does: 200x264 at 64-column tiles).
+// odd tile counts leave the second CTA of the last pair with an all-out-of-bounds tile; 20 and 21
+// pair tiles along N, so an odd N-tile count does: 200x264 at 64-column tiles, 2126x2264 at 256).
 class HopperRung : public ::testing::TestWithParam<int> {};
 
 struct Dims {

@@ -8,8 +8,9 @@
 //   batched short shapes, so its per-thread O stores (16 per thread, half of each 32-byte sector)
 //   sit between one item's last P V and the next item's first S as often as in rung 12, where
 //   rung 14's TMA store paid.
-// Limits: D = 64 only. At D = 128 two CTAs with a 16 KB staging tile need about 232 KB of shared
-//   memory per SM (Q 2 x 16 KB + K/V 4 x 16 KB + O 16 KB each), more than its 228 KB.
+// Limits: D = 64 only. At D = 128 two CTAs with a 16 KB staging tile need about 230 KB of shared
+//   memory per SM (Q 2 x 16 KB + K/V 4 x 16 KB + O 16 KB, barriers and alignment slack each, plus
+//   the 2 KB per CTA the SM reserves), more than its 228 KB.
 // Code: `using Epilogue = TmaStoreEpilogue` (hopper_fa_epilogue.cuh) on ShortItems<64>.
 #ifndef KL_ATTENTION_RUNG_FILE  // this file is the translation unit (hopper_fa.cuh)
 #define KL_ATTENTION_RUNG_FILE 15

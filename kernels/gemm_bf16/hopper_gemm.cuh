@@ -35,7 +35,7 @@ struct ThreeStages {  // rungs 08, 09: 3 stages + 64 KB of staging, the 64 x 256
   static constexpr int kEpiloguePasses = 1;
   static constexpr int kBN = 256;
 };
-struct FourStages {  // rungs 12, 13, 14: 4 stages + 32 KB of staging, four 64 x 64 passes
+struct FourStages {  // rungs 12, 13, 14, 21: 4 stages + 32 KB of staging, four 64 x 64 passes
   static constexpr int kStages = 4;
   static constexpr int kEpiloguePasses = 4;
   static constexpr int kBN = 256;
@@ -269,7 +269,7 @@ __device__ __forceinline__ void consume_k_blocks(float (&acc)[BN / 2], uint8_t* 
   if (lane == 0) release(&empty[(it - 1) % STAGES]);  // the tile's last stage
 }
 
-// The TMA-store epilogue of rungs 08, 09 (PASSES = 1), 12, 13, 14 (PASSES = 4) and the layer's
+// The TMA-store epilogue of rungs 08, 09 (PASSES = 1), 12, 13, 14, 21 (PASSES = 4) and the layer's
 // gate/up kernel (PASSES = 2, NCOL = 128: tma_store_gemm.cuh, GateUpSwigluC). A consumer
 // warpgroup's 64 x NCOL fp32 block (the m64n256 accumulator, or the first NCOL / 2 of its registers
 // where a fused epilogue has reduced it: NCOL = 128) goes to bf16, then by stmatrix.x4 into its

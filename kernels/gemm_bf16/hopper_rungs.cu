@@ -67,6 +67,6 @@ void kl::gemm_bf16_append_hopper_rungs(std::vector<kl::Rung<kl::GemmBf16Args>>& 
                gemm_bf16_pair_along_n_supports, gemm_bf16_pair_along_n_launch, /*parent=*/19});
   t.push_back({21, "wide_pair_along_n",
                "rung 13's 128x256 tiles with the 2-CTA cluster along N: each CTA multicasts half the A "
-               "tile (48 -> 40 KB of L2 traffic per CTA per k-block), whole pairs when M's tile count is odd",
+               "tile, so the pairs stay whole when M's tile count is odd",
                gemm_bf16_wide_pair_along_n_supports, gemm_bf16_wide_pair_along_n_launch, /*parent=*/13});
 }
