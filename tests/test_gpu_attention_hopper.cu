@@ -344,11 +344,8 @@ TEST(HopperAttentionTable, RefusesBadShapes) {
   a.B = 1, a.Hq = 4, a.Hkv = 2, a.Sq = 8, a.Skv = 8, a.D = 128;
   for (int n : {4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 15}) {
     const auto& r = rung(n);
-    const kl::AttentionArgs base = [&] {  // rung 15 takes D = 64 only: start it from a shape it takes
-      kl::AttentionArgs x = a;
-      if (n == 15) x.D = 64;
-      return x;
-    }();
+    kl::AttentionArgs base = a;
+    if (n == 15) base.D = 64;  // rung 15 takes D = 64 only: start it from a shape it takes
     if (n == 15 && kl::require_sm90a(d).empty())
       EXPECT_TRUE(r.supports(base, d).empty()) << r.supports(base, d);
     kl::AttentionArgs b = base;

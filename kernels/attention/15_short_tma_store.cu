@@ -34,12 +34,10 @@ struct ShortTmaStore : ShortItems<D> {
 #if KL_ATTENTION_RUNG_FILE == 15
 namespace kl {
 std::string attention_short_tma_store_supports(const AttentionArgs& a, const DeviceInfo& d) {
-  std::string why = attention_args_supports(a, d);
-  if (why.empty() && a.D != 64)
-    why = "D = 64 only: at D = " + std::to_string(a.D) +
-          " two CTAs per SM with an O staging tile need more than 228 KB of shared memory";
-  if (why.empty()) why = hattn::hopper_kernel_supports(a, d, hattn::Cfg<hattn::ShortTmaStore<64>>::kSmemBytes);
-  return why;
+  if (a.D == 128)  // before the device checks: the reason holds on any card
+    return "D = 64 only: at D = 128 two CTAs per SM with an O staging tile need more than 228 KB of "
+           "shared memory";
+  return hattn::hopper_kernel_supports(a, d, hattn::Cfg<hattn::ShortTmaStore<64>>::kSmemBytes);
 }
 
 void attention_short_tma_store_launch(const AttentionArgs& a, cudaStream_t s) {
