@@ -127,7 +127,7 @@ if [ $BENCHES = 1 ]; then
   T_BENCH=$(date +%s)
   run_bench bench_peak "$OUT/peak.jsonl"
   for s in "${STEPS[@]}"; do
-    case "$s" in bench_peak|build|torch|binding|h2h|report) continue ;; esac
+    case "$s" in bench_peak|build|torch|torch_kernels|binding|h2h|report) continue ;; esac
     # shellcheck disable=SC2086
     run_bench "$s" "$OUT/${s#bench_}.jsonl" ${KL_BENCH_ARGS:-}
   done

@@ -7,11 +7,12 @@
 #   KL_TOOLS=memcheck scripts/sanitize.sh bench_gemm_bf16   one tool, one bench
 #   scripts/sanitize.sh --dry-run                        the plan (commands, timeouts, rungs); no GPU
 #
-# One process per tool and bench runs every rung (--variant all) on that family's shapes. After it,
-# the bench's JSON rows are checked: every rung that `bench_<family> --list` names (and the entry
-# point, "auto") must have at least one validated row, else the sweep fails naming the rung. A
-# process that hangs past its timeout, exits non-zero (a validation failed, or a sanitizer error:
-# --error-exitcode 99) or leaves a rung without a row fails the sweep.
+# One process per tool and bench runs every rung (--variant all) on that family's shapes; racecheck
+# splits a bench's rungs over several processes (KL_SAN_RUNGS a process). After them, the bench's
+# JSON rows are checked: every rung that `bench_<family> --list` names (and the entry point, "auto")
+# must have at least one validated row, else the sweep fails naming the rung. A process that hangs
+# past its timeout, exits non-zero (a validation failed, or a sanitizer error: --error-exitcode 99)
+# or leaves a rung without a row fails the sweep.
 #
 # Writes results/<device>/sanitizer.txt (the file to commit): a header (GPU, driver, sanitizer
 # version, commit, date), then one line per tool x rung x shape with the error count of the process
@@ -20,7 +21,8 @@
 # Environment: KL_BUILD_DIR or KL_BUILD (build dir, default build), KL_NO_BUILD=1 (use it as built),
 # KL_ARCH, KL_JOBS, KL_RESULTS_DIR, SANITIZE_OUT (summary path), KL_TOOLS ("memcheck racecheck
 # synccheck initcheck"), KL_SANITIZER (path of compute-sanitizer), KL_SAN_TIMEOUT (seconds per tool
-# and bench; default 600 for racecheck, 240 for the others), KL_SAN_JOBS (processes at once, 4).
+# and process; default 600 for racecheck, 240 for the others), KL_SAN_JOBS (processes at once, 4),
+# KL_SAN_RUNGS (rungs per racecheck process, 6).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,7 +36,7 @@ NAMES=()
 for a in "$@"; do
   case "$a" in
     --dry-run) DRY=1 ;;
-    -h | --help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) die "unknown option '$a' (see --help)" ;;
     *) NAMES+=("$(basename "$a")") ;;
   esac
@@ -52,7 +54,8 @@ done
 if [ -n "${KL_SAN_TIMEOUT:-}" ]; then
   case "$KL_SAN_TIMEOUT" in '' | *[!0-9]*) die "KL_SAN_TIMEOUT must be a number of seconds" ;; esac
 fi
-# Seconds per tool and bench; a hang counts as a failure. racecheck is by far the slowest tool.
+case "${KL_SAN_RUNGS:-6}" in '' | *[!0-9]* | 0) die "KL_SAN_RUNGS must be a positive number" ;; esac
+# Seconds per tool and process; a hang counts as a failure. racecheck is by far the slowest tool.
 timeout_for() {
   if [ -n "${KL_SAN_TIMEOUT:-}" ]; then echo "$KL_SAN_TIMEOUT"
   elif [ "$1" = racecheck ]; then echo 600
@@ -110,13 +113,30 @@ shapes_for() {
       if [ "${2:-}" = racecheck ]; then echo "--shape bytes=1048576"; else echo "--quick"; fi ;;
   esac
 }
-# The bench arguments: shapes, every rung, one timed launch, one input copy (no rotation sets: the
-# sanitizers track every byte), a fixed seed.
+# The bench arguments: shapes, one timed launch, one input copy (no rotation sets: the sanitizers
+# track every byte), a fixed seed. The rungs come from the process's part (parts_of).
 args_for() {  # args_for FAMILY TOOL
   local fam="$1"
   shapes_for "$fam" "${2:-}"
-  if [ "$fam" != peak ]; then echo "--variant all --no-rotate"; fi
+  if [ "$fam" != peak ]; then echo "--no-rotate"; fi
   echo "--iters 1 --warmup 0 --seed 1"
+}
+
+# The processes of one tool over one bench, one --variant list a line ("-": a bench without rungs).
+# racecheck runs about 1000x slower than the bench, so a bench with one rung table is split into
+# processes of at most KL_SAN_RUNGS rungs (default 6; the first also runs the entry point) that run
+# side by side; the other tools run every rung in one process ("all").
+parts_of() {  # parts_of TOOL BENCH_PATH
+  local tool="$1" b="$2" per="${KL_SAN_RUNGS:-6}"
+  if [ "$(basename "$b")" = bench_peak ]; then echo "-"; return; fi
+  local listing tables
+  listing="$(rungs_of "$b")"
+  tables=$(awk '{print $1}' <<<"$listing" | sort -u | grep -c .)
+  if [ "$tool" != racecheck ] || [ "$tables" != 1 ]; then echo all; return; fi
+  awk -v per="$per" '{ i = int((NR - 1) / per); n = $2 + 0
+                       if ((NR - 1) % per) line = line "," n; else line = (i ? "" : "auto,") n
+                       if ((NR - 1) % per == per - 1) print line; }
+                     END { if ((NR - 1) % per != per - 1) print line }' <<<"$listing"
 }
 
 # The benches: the names given, else every bench_* of the build (or of bench/*.cu in a dry run
@@ -158,9 +178,13 @@ if [ "$DRY" = 1 ]; then
       say "$name: not built yet (its rungs come from --list after the build)"
     fi
     for tool in $TOOLS; do
-      # shellcheck disable=SC2046
-      echo "  timeout $(timeout_for "$tool") compute-sanitizer --tool $tool --error-exitcode 99 $BUILD/$name" \
-        $(args_for "$fam" "$tool") "--out $BUILD/sanitizer/$tool-$name.jsonl"
+      if [ -x "$BUILD/$name" ]; then mapfile -t PARTS < <(parts_of "$tool" "$BUILD/$name"); else PARTS=(all); fi
+      for i in "${!PARTS[@]}"; do
+        v=""; [ "${PARTS[$i]}" != - ] && v="--variant ${PARTS[$i]}"
+        # shellcheck disable=SC2046
+        echo "  timeout $(timeout_for "$tool") compute-sanitizer --tool $tool --error-exitcode 99 $BUILD/$name" \
+          $(args_for "$fam" "$tool") $v "--out $BUILD/sanitizer/$tool-$name.p$i.jsonl"
+      done
     done
   done
   exit 0
@@ -191,7 +215,8 @@ if [ ${#NAMES[@]} -gt 0 ]; then SCOPE="${NAMES[*]}"; fi
   echo "# commit: $COMMIT"
   echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "# One process per tool and bench runs every rung (--variant all) and the entry point (auto) on"
-  echo "# its family's shapes (the arguments of each process are listed at the end). compute-sanitizer"
+  echo "# its family's shapes; racecheck splits the rungs of a one-table bench over several processes"
+  echo "# (the arguments of each process are listed at the end). compute-sanitizer"
   echo "# counts errors per process: each line carries the count of the process that ran it (a non-zero"
   echo "# count marks every line of that process; its log names the kernel). Logs and rows: $LOGS/"
   echo "#"
@@ -200,21 +225,17 @@ if [ ${#NAMES[@]} -gt 0 ]; then SCOPE="${NAMES[*]}"; fi
 
 export KL_NO_RAMP=1  # the harness skips its clock ramp: pointless under a sanitizer
 
-# One process: TOOL over bench NAME. Writes, under $LOGS, <tool>-<name>.lines (the summary lines of
-# its validated rows), .run (its line in the process list), .bad (its failures, one a line) and
-# .errs (its error count, "?" when the sanitizer printed none).
-sweep_one() {  # sweep_one TOOL NAME
-  local tool="$1" name="$2"
-  local b="$BUILD/$name" fam="${name#bench_}" stem="$LOGS/$1-$2"
-  local log="$stem.log" rows="$stem.jsonl" list="$LOGS/$tool-$name.rungs"
-  local args to t rc secs errs nrows why missing pyrc
+# One process: TOOL over bench NAME, part I (its --variant list SPEC, "-" for none). Writes, under
+# $LOGS, <tool>-<name>.p<I>.jsonl (its rows), .log, .run (its line in the process list), .bad (its
+# failures, one a line) and .errs (its error count, "?" when the sanitizer printed none).
+sweep_one() {  # sweep_one TOOL NAME I SPEC
+  local tool="$1" name="$2" i="$3" spec="$4"
+  local b="$BUILD/$name" fam="${name#bench_}" stem="$LOGS/$1-$2.p$3"
+  local log="$stem.log" rows="$stem.jsonl"
+  local args to t rc secs errs nrows why
   read -r -a args <<<"$(args_for "$fam" "$tool" | tr '\n' ' ')"
-  : >"$rows"; : >"$stem.lines"; : >"$stem.bad"
-  if ! rungs_of "$b" >"$list"; then
-    echo "$tool $name: '$name --list' failed" >>"$stem.bad"
-  elif [ "$fam" != peak ] && [ ! -s "$list" ]; then
-    echo "$tool $name: '$name --list' names no rung" >>"$stem.bad"
-  fi
+  if [ "$spec" != - ]; then args+=(--variant "$spec"); fi
+  : >"$rows"; : >"$stem.bad"
   to=$(timeout_for "$tool")
   say "$tool $name (timeout $to s): ${args[*]}"
   t=$(date +%s)
@@ -239,40 +260,58 @@ sweep_one() {  # sweep_one TOOL NAME
   elif [ $rc -ne 0 ]; then why="exit $rc (a validation failed or the bench stopped)"
   elif [ "$errs" != 0 ]; then why="errors=$errs"
   fi
-  # One line per validated row (rung x dtype x shape) with this process's error count; rungs that
-  # --list names but no validated row covers are failures.
-  missing=$(python3 - "$list" "$rows" "$tool" "$name" "$errs" 2>&1 >>"$stem.lines" <<'PY'
+  if [ -n "$why" ]; then
+    echo "$tool $name: $why (log $log)" >>"$stem.bad"
+    say "$tool $name: $why — see $log"
+  fi
+  say "$tool $name: done in $secs s, errors $errs"
+}
+
+# After the processes of TOOL over bench NAME: one summary line per validated row (rung x dtype x
+# shape, with the error count of the process that ran it) in <tool>-<name>.lines; rungs that --list
+# names but no part's validated row covers go to <tool>-<name>.bad.
+cover() {  # cover TOOL NAME NPARTS
+  local tool="$1" name="$2" n="$3" stem="$LOGS/$1-$2" list="$LOGS/$1-$2.rungs" missing pyrc i
+  : >"$stem.lines"; : >"$stem.bad"
+  if ! rungs_of "$BUILD/$name" >"$list"; then
+    echo "$tool $name: '$name --list' failed" >>"$stem.bad"
+  elif [ "$name" != bench_peak ] && [ ! -s "$list" ]; then
+    echo "$tool $name: '$name --list' names no rung" >>"$stem.bad"
+  fi
+  local parts=()
+  for ((i = 0; i < n; i++)); do parts+=("$stem.p$i.jsonl" "$(cat "$stem.p$i.errs" 2>/dev/null || echo "?")"); done
+  missing=$(python3 - "$list" "$tool" "$name" "${parts[@]}" 2>&1 >>"$stem.lines" <<'PY'
 import json, sys
-listing, rows_path, tool, bench, errs = sys.argv[1:6]
+listing, tool, bench = sys.argv[1:4]
+parts = sys.argv[4:]
 tables = {}  # table -> {number: name}
 for line in open(listing):
     t, num, nm = line.split()
     tables.setdefault(t, {})[int(num)] = nm
-rows = []
-for line in open(rows_path):
-    line = line.strip()
-    if not line:
-        continue
-    try:
-        r = json.loads(line)
-    except ValueError:
-        continue  # a line cut short by a killed process
-    if r.get("impl") == "kl" and r.get("validated"):
-        rows.append(r)
 seen = set()
-for r in rows:
-    # One table: every row is its (attention's rows are op "attention" or "decode"); several
-    # (rmsnorm, add_rmsnorm): the row's op names it.
-    t = next(iter(tables)) if len(tables) == 1 else r.get("op")
-    v = r.get("variant", -1)
-    if v >= 0:
-        seen.add((t, v))
-        rung = "%02d %s" % (v, r.get("variant_name", ""))
-    else:
-        seen.add((t, "auto"))
-        rung = "auto -> %s" % r.get("notes", {}).get("picked", "?")
-    print("%-10s %-16s %-12s %-30s %-5s %-48s %s" % (tool, bench, r.get("op", ""), rung,
-          r.get("dtype", ""), r.get("shape_str", ""), errs))
+for rows_path, errs in zip(parts[0::2], parts[1::2]):
+    for line in open(rows_path):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a killed process
+        if r.get("impl") != "kl" or not r.get("validated"):
+            continue
+        # One table: every row is its (attention's rows are op "attention" or "decode"); several
+        # (rmsnorm, add_rmsnorm): the row's op names it.
+        t = next(iter(tables)) if len(tables) == 1 else r.get("op")
+        v = r.get("variant", -1)
+        if v >= 0:
+            seen.add((t, v))
+            rung = "%02d %s" % (v, r.get("variant_name", ""))
+        else:
+            seen.add((t, "auto"))
+            rung = "auto -> %s" % r.get("notes", {}).get("picked", "?")
+        print("%-10s %-16s %-12s %-30s %-5s %-48s %s" % (tool, bench, r.get("op", ""), rung,
+              r.get("dtype", ""), r.get("shape_str", ""), errs))
 for t, rungs in tables.items():
     for num, nm in sorted(rungs.items()):
         if (t, num) not in seen:
@@ -288,21 +327,22 @@ PY
     say "$tool $name: rungs without a validated row:"
     printf '  %s\n' "$missing"
   fi
-  if [ -n "$why" ]; then
-    echo "$tool $name: $why (log $log)" >>"$stem.bad"
-    say "$tool $name: $why — see $log"
-  fi
-  say "$tool $name: done in $secs s, errors $errs"
 }
 
 # The processes run KL_SAN_JOBS at a time (default 4: racecheck of the attention bench is most of
 # the sweep's time, and the GPU has room for the others beside it); the summary lists them in order.
 SAN_JOBS="${KL_SAN_JOBS:-4}"
 case "$SAN_JOBS" in '' | *[!0-9]* | 0) die "KL_SAN_JOBS must be a positive number" ;; esac
+declare -A NPARTS
 for tool in $TOOLS; do
   for name in "${BL[@]}"; do
-    while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
-    sweep_one "$tool" "$name" &
+    mapfile -t PARTS < <(parts_of "$tool" "$BUILD/$name")
+    [ ${#PARTS[@]} -gt 0 ] || PARTS=(all)  # --list failed: one process, and cover() names the failure
+    NPARTS["$tool $name"]=${#PARTS[@]}
+    for i in "${!PARTS[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$SAN_JOBS" ]; do wait -n; done
+      sweep_one "$tool" "$name" "$i" "${PARTS[$i]}" &
+    done
   done
 done
 wait
@@ -311,12 +351,17 @@ BAD=()
 RUNS=()
 for tool in $TOOLS; do
   for name in "${BL[@]}"; do
+    n=${NPARTS["$tool $name"]}
+    cover "$tool" "$name" "$n"
     stem="$LOGS/$tool-$name"
     cat "$stem.lines" >>"$TMP"
-    RUNS+=("$(cat "$stem.run" 2>/dev/null || echo "$tool $name: no record (the process did not finish)")")
+    for ((i = 0; i < n; i++)); do
+      RUNS+=("$(cat "$stem.p$i.run" 2>/dev/null || echo "$tool $name: no record (the process did not finish)")")
+      while IFS= read -r m; do [ -n "$m" ] && BAD+=("$m"); done <"$stem.p$i.bad"
+      errs="$(cat "$stem.p$i.errs" 2>/dev/null || echo "?")"
+      if [ "$errs" != "?" ]; then TOTAL=$((TOTAL + errs)); fi
+    done
     while IFS= read -r m; do [ -n "$m" ] && BAD+=("$m"); done <"$stem.bad"
-    errs="$(cat "$stem.errs" 2>/dev/null || echo "?")"
-    if [ "$errs" != "?" ]; then TOTAL=$((TOTAL + errs)); fi
   done
 done
 {

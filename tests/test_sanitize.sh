@@ -23,8 +23,9 @@ if [ "$tool" = "${STUB_ERRORS_TOOL:-}" ]; then echo "========= ERROR SUMMARY: 2 
 echo "========= ERROR SUMMARY: 0 errors"
 exit $rc
 S
-# bench_a: rungs 00 and 01 and the entry point; $STUB_SKIP_RUNG leaves that rung without a row,
-# $STUB_EXIT makes it exit with that status.
+# bench_a: rungs 00 and 01 and the entry point, those that --variant names ("all", or a comma list
+# of numbers and "auto"; each process's list goes to variants.txt beside its rows); $STUB_SKIP_RUNG
+# leaves that rung without a row, $STUB_EXIT makes it exit with that status.
 for fam in a b; do
   cat >"$T/build/bench_$fam" <<S
 #!/bin/bash
@@ -32,8 +33,12 @@ if [ "\$1" = --list ]; then
   printf '$fam rungs\n  rung parent name change\n  00   --     naive  the first\n  01   00     fast   the second\n'
   exit 0
 fi
-out=""; while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out="\$2"; shift; done
+out=""; want="all"
+while [ \$# -gt 0 ]; do [ "\$1" = --out ] && out="\$2"; [ "\$1" = --variant ] && want="\$2"; shift; done
+echo "\$want" >>"\$(dirname "\$out")/variants.txt"
 for v in 0 1 -1; do
+  tok="\$v"; [ "\$v" = -1 ] && tok=auto
+  case ",\$want," in *,all,* | *,"\$tok",*) ;; *) continue ;; esac
   [ "$fam" = a ] && [ "\$v" = "\${STUB_SKIP_RUNG:-x}" ] && continue
   echo "{\"impl\":\"kl\",\"validated\":true,\"variant\":\$v,\"variant_name\":\"r\$v\",\"op\":\"$fam\",\"dtype\":\"bf16\",\"shape_str\":\"n=1\",\"notes\":{\"picked\":\"01\"}}" >>"\$out"
 done
@@ -58,6 +63,18 @@ check "clean sweep says clean" $(grep -q '^clean: every tool' "$T/sum.txt"; echo
 check "4 tools x 2 benches x 3 rows listed" $([ "$(grep -c '^[a-z]*check ' "$T/sum.txt")" = 24 ]; echo $?)
 order="$(sed -n 's/^#   \([a-z]*check\) *\(bench_[a-z]*\).*/\1 \2/p' "$T/sum.txt" | tr '\n' ' ')"
 check "processes listed in tool, bench order" $([ "$order" = "memcheck bench_a memcheck bench_b racecheck bench_a racecheck bench_b synccheck bench_a synccheck bench_b initcheck bench_a initcheck bench_b " ]; echo $?)
+
+rm -f "$T/build/sanitizer/variants.txt"
+sweep KL_TOOLS=racecheck KL_SAN_RUNGS=1; rc=$?
+check "racecheck split one rung a process: clean" $([ $rc = 0 ] && grep -q '^clean: every tool' "$T/sum.txt"; echo $?)
+check "  ... 2 processes per bench, every row listed once" $([ "$(grep -c '^#   racecheck' "$T/sum.txt")" = 4 ] &&
+  [ "$(grep -c '^racecheck ' "$T/sum.txt")" = 6 ]; echo $?)
+check "  ... the entry point with the first part" $([ "$(sort "$T/build/sanitizer/variants.txt" | tr '\n' ' ')" = "1 1 auto,0 auto,0 " ]; echo $?)
+sweep KL_TOOLS=racecheck KL_SAN_RUNGS=1 STUB_SKIP_RUNG=1; rc=$?
+check "  ... a rung without a row still fails the sweep, named once" $([ $rc = 1 ] &&
+  [ "$(grep -c 'NOT CLEAN: racecheck bench_a: a rung 01 fast: no validated row' "$T/sum.txt")" = 1 ]; echo $?)
+sweep KL_SAN_RUNGS=0; rc=$?
+check "KL_SAN_RUNGS=0 refused" $([ $rc != 0 ] && grep -q 'KL_SAN_RUNGS must be a positive number' "$T/out.txt"; echo $?)
 
 sweep STUB_SKIP_RUNG=1; rc=$?
 check "a rung without a row fails the sweep" $([ $rc = 1 ]; echo $?)
