@@ -76,8 +76,8 @@ using kl::test::fake_h200;
 TEST(SgemmRefusals, SupportsSaysWhy) {
   const auto& t = kl::sgemm_rungs();
   const auto d = fake_h200();
-  // Untiled rungs and the predicated rungs 08 and 16 take anything.
-  for (int r : {0, 1, 2, 8, 16}) {
+  // Untiled rungs and the predicated rungs 08, 16 and 17 take anything.
+  for (int r : {0, 1, 2, 8, 16, 17}) {
     EXPECT_EQ(t[r].supports(fake(67, 129, 31), d), "") << "rung " << r;
     EXPECT_EQ(t[r].supports(fake(67, 129, 31, 4), d), "") << "rung " << r;
   }

@@ -153,7 +153,7 @@ TEST(SgemmGpu, MisalignedPointersTakeTheScalarPaths) {
   // 67x129x600 splits K on rung 16 (2 tiles, 38 k-tiles): float atomics into a misaligned C.
   for (const Dims& d :
        {Dims{256, 128, 64}, Dims{67, 129, 31}, Dims{300, 260, 36}, Dims{67, 129, 600}}) {
-    for (int rung : {8, 16}) {
+    for (int rung : {8, 16, 17}) {
       const auto& r = kl::sgemm_rungs()[rung];
       Problem p(d, 77 + d.K + rung, /*offset floats=*/1);
       ASSERT_EQ(r.supports(p.args(), dev), "");
@@ -201,7 +201,7 @@ TEST(SgemmGpu, RefusesWithoutLaunching) {
 
 TEST(SgemmGpu, TopRungsDeterministic) {
   KL_REQUIRE_GPU();
-  for (int r : {8, 9, 10, 11, 12, 13, 14, 15}) {
+  for (int r : {8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
     Problem p({300, 260, 136}, 21);
     kl::launch_checked(kl::sgemm_rungs()[r], p.args(), nullptr);
     std::vector<float> c1 = p.result();

@@ -10,8 +10,9 @@ instructions per kernel (names demangled with c++filt) and checks:
     attention kernel (rungs 04-08, 10, 12-15) issues HGMMA and stores nothing to local memory (no STL);
   - the mma.sync rungs (GEMM 00-04, rung 11's m16 tiles, attention 02/03 and the decode kernels)
     issue HMMA;
-  - sgemm rung 15's kernel (sgemm_ak_kernel<Bk64TwoStage, false>) and the 128x256 tile of
-    gemm_bf16 rungs 03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say so);
+  - sgemm rung 15's and rung 17's kernels (sgemm_ak_kernel<Bk64TwoStage / AnyShapeTwoBlocks>) and
+    the 128x256 tile of gemm_bf16 rungs 03/04 do not spill (docs/sgemm.md, docs/gemm_bf16.md say
+    so); rung 17 copies by cp.async (LDGSTS);
   - gemm_bf16 rung 17's six tiles issue TMA loads (UTMALDG) and HMMA, touch no local memory, and
     have one block barrier (BAR) at most: the ring's init, none in the k-loop;
   - attention rung 11's eight kernels (rung 03's tiles fed by TMA) likewise: UTMALDG and HMMA, no
@@ -139,6 +140,7 @@ def main(build):
 
     s = found["bench_sgemm"]
     rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<kl::sgemm_detail::ak::Bk64TwoStage, false>", 1, "sgemm rung 15", need=("FFMA",), forbid=("STL",))
+    rule(s, r"kl::sgemm_detail::ak::sgemm_ak_kernel<kl::sgemm_detail::ak::AnyShapeTwoBlocks, false>", 1, "sgemm rung 17", need=("FFMA", "LDGSTS"), forbid=("STL", "LDL"))
 
     return summary()
 

@@ -55,6 +55,10 @@ const std::vector<Rung<SgemmArgs>>& sgemm_rungs() {
       {16, "any_shape",
        "rung 11's 128x128 ring for any N, K and alignment: B by 4-byte cp.async, C by floats",
        sgemm_any_shape_supports, sgemm_any_shape_launch, /*parent=*/11},
+      {17, "ak_any_shape",
+       "rung 14's block (A k-contiguous, 64x64 warp tiles) on rung 16's 128x128 tiles, 2 blocks/SM "
+       "and 4-byte copies",
+       sgemm_ak_any_shape_supports, sgemm_ak_any_shape_launch, /*parent=*/16},
     };
     return t;
   }();

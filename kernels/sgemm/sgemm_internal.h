@@ -29,6 +29,7 @@ KL_SGEMM_DECLARE_RUNG(ak_layout)
 KL_SGEMM_DECLARE_RUNG(ak_bk32)
 KL_SGEMM_DECLARE_RUNG(bk64_two_stage)
 KL_SGEMM_DECLARE_RUNG(any_shape)
+KL_SGEMM_DECLARE_RUNG(ak_any_shape)
 #undef KL_SGEMM_DECLARE_RUNG
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
