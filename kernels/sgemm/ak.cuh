@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(AkCfg<Config>::kThreads, AkCfg<Config>::kBlock
       const float* pa = A + static_cast<size_t>(bm + warp) * K + k0 + lane;
       uint32_t dst = base;
 #pragma unroll 1
-      for (int l0 = 0; l0 < Cf::kRowsA4; l0 += 4) {  // 4 rows a round: the 4 swizzles
+      for (int l0 = 0; l0 < Cf::kRowsA4; l0 += 4) {  // 4 rows per pass: the 4 swizzles
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const bool in = a_k_in && ((a4_rows_in >> (l0 + j)) & 1);
