@@ -68,11 +68,12 @@ fi
 
 # ---- the steps, counted up front so that progress reads "step i of N"
 STEPS=(build)
+FAMILY_BENCHES=()  # bench_<family> of every family, in name order (bench_peak runs first, alone)
 if [ $BENCHES = 1 ]; then
-  STEPS+=(bench_peak)
   for b in bench/bench_*.cu; do
-    n="$(basename "$b" .cu)"; [ "$n" = bench_peak ] || STEPS+=("$n")
+    n="$(basename "$b" .cu)"; [ "$n" = bench_peak ] || FAMILY_BENCHES+=("$n")
   done
+  STEPS+=(bench_peak "${FAMILY_BENCHES[@]}")
   [ $HAVE_TORCH = 1 ] && STEPS+=(torch torch_kernels binding)
 fi
 [ $H2H = 1 ] && STEPS+=(h2h)
@@ -126,8 +127,7 @@ run_bench() {  # run_bench NAME FILE ARGS...
 if [ $BENCHES = 1 ]; then
   T_BENCH=$(date +%s)
   run_bench bench_peak "$OUT/peak.jsonl"
-  for s in "${STEPS[@]}"; do
-    case "$s" in bench_peak|build|torch|torch_kernels|binding|h2h|report) continue ;; esac
+  for s in "${FAMILY_BENCHES[@]}"; do
     # shellcheck disable=SC2086
     run_bench "$s" "$OUT/${s#bench_}.jsonl" ${KL_BENCH_ARGS:-}
   done
