@@ -125,6 +125,28 @@ TEST(SgemmRefusals, EntryPointThrowsBeforeLaunching) {
   SgemmArgs n = fake(16, 16, 16);
   n.C = nullptr;
   EXPECT_THROW(kl::sgemm(n, nullptr), kl::BadArgument);
+  EXPECT_THROW(kl::sgemm(fake(16, 16, 0x7fffffff), nullptr), kl::BadArgument);
+}
+
+TEST(SgemmRefusals, EveryRungRefusesWhatNoFloatArrayIs) {
+  const auto& t = kl::sgemm_rungs();
+  const auto d = fake_h200();
+  // A pointer that is not 4-byte aligned is no float array; a dimension near 2^31 would overflow
+  // the tile arithmetic.
+  for (const auto& r : t) {
+    EXPECT_NE(r.supports(fake(67, 129, 31, 2), d).find("4-byte aligned"), std::string::npos)
+        << "rung " << r.number;
+    SgemmArgs b = fake(67, 129, 31);
+    b.B = reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(b.B) + 1);
+    EXPECT_NE(r.supports(b, d), "") << "rung " << r.number;
+    EXPECT_NE(r.supports(fake(1, 1, 0x7fffffff - 100), d).find("at most"), std::string::npos)
+        << "rung " << r.number;
+  }
+  // Rung 17 takes B and C misaligned by a float as well as A.
+  SgemmArgs bc = fake(67, 129, 31);
+  bc.B = bc.B + 1;
+  bc.C = bc.C + 3;
+  EXPECT_EQ(t[17].supports(bc, d), "");
 }
 
 TEST(SgemmPick, TopRungsForLargeShapes) {

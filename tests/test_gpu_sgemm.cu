@@ -185,6 +185,25 @@ TEST(SgemmGpu, EntryPointOddShapes) {
   EXPECT_TRUE(matches_full(p, p.result()));
 }
 
+// The any-shape rungs on the odd default shape (one full wave of 128x128 tiles, 33 row tiles: five
+// raster groups) and on a full-checked shape with two raster groups and a ragged last one.
+TEST(SgemmGpu, AnyShapeRungsOnTheOddShapes) {
+  KL_REQUIRE_GPU();
+  const auto& dev = kl::device_info();
+  for (int rung : {16, 17}) {
+    const auto& r = kl::sgemm_rungs()[rung];
+    SCOPED_TRACE("rung " + std::to_string(rung));
+    Problem big({4097, 1023, 515}, 41 + rung);
+    ASSERT_EQ(r.supports(big.args(), dev), "");
+    kl::launch_checked(r, big.args(), nullptr);
+    EXPECT_TRUE(matches_sampled(big, big.result()));
+    Problem groups({1100, 300, 40}, 43 + rung, /*offset floats=*/1);
+    ASSERT_EQ(r.supports(groups.args(), dev), "");
+    kl::launch_checked(r, groups.args(), nullptr);
+    EXPECT_TRUE(matches_full(groups, groups.result()));
+  }
+}
+
 TEST(SgemmGpu, RefusesWithoutLaunching) {
   KL_REQUIRE_GPU();
   const auto& t = kl::sgemm_rungs();

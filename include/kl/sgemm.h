@@ -23,15 +23,15 @@ struct SgemmArgs {
 // Every rung, in ladder order.
 const std::vector<Rung<SgemmArgs>>& sgemm_rungs();
 
-// The entry point: any M, N, K > 0 and any pointer alignment. Picks the best supported rung for
-// the shape and launches it on `stream` (never synchronizes). Throws kl::BadArgument, before any
-// launch, on M/N/K <= 0 or null pointers.
+// The entry point: any M, N, K from 1 to 2^31 - 513 and any float pointers (4-byte aligned). Picks
+// the best supported rung for the shape and launches it on `stream` (never synchronizes). Throws
+// kl::BadArgument, before any launch, on anything else.
 void sgemm(const SgemmArgs& args, cudaStream_t stream);
 // The rung sgemm() would launch (the bench's "auto" row), or nullptr if none can.
 const Rung<SgemmArgs>* sgemm_pick(const SgemmArgs& args, const DeviceInfo& d);
 
-// "" when the arguments describe a GEMM at all (dims > 0, pointers set), else why not. Every
-// rung's supports() starts with this; sgemm() throws on it.
+// "" when the arguments describe a GEMM at all (dims in 1 .. 2^31 - 513, pointers set and 4-byte
+// aligned), else why not. Every rung's supports() starts with this; sgemm() throws on it.
 std::string sgemm_check_args(const SgemmArgs& a);
 
 // CPU references (double accumulation over the fp32 inputs; reference.cpp).

@@ -30,7 +30,7 @@ static_assert(WM == 4 * TM && WN == 8 * TN, "warp tile");
 struct Quads16 {};
 struct Floats4 {};
 
-// The configurations (kKUnroll = kBK / 4: the k-step loop fully unrolled). Rungs 13-15: a 256 x 128
+// The configurations (kKUnroll = kBK / 4 unrolls the k-step loop fully). Rungs 13-15: a 256 x 128
 // tile, one block of 8 warps per SM.
 struct OneBlock256 {
   static constexpr int kBM = 256, kBlocksPerSm = 1;
@@ -270,7 +270,7 @@ __global__ void __launch_bounds__(AkCfg<Config>::kThreads, AkCfg<Config>::kBlock
 }
 
 // "" when sgemm_ak_kernel<C> takes the shape: a grid that fits, the ring within the device's shared
-// memory (Floats4: any M, N, K > 0 and any pointers).
+// memory (Floats4: any M, N, K > 0 and any float pointers).
 template <class C>
 std::string any_shape_supports(const SgemmArgs& a, const DeviceInfo& d) {
   std::string why = sgemm_check_args(a);

@@ -72,6 +72,14 @@ std::string sgemm_check_args(const SgemmArgs& a) {
     return s.str();
   }
   if (!a.A || !a.B || !a.C) return "A, B and C must be non-null";
+  if (!aligned(a.A, 4) || !aligned(a.B, 4) || !aligned(a.C, 4))
+    return "A, B and C must be 4-byte aligned (float arrays)";
+  // Tile-count arithmetic (M + BM - 1, k-tile offsets) stays inside int.
+  constexpr int kMaxDim = 0x7fffffff - 512;
+  if (a.M > kMaxDim || a.N > kMaxDim || a.K > kMaxDim) {
+    s << "M, N, K must be at most 2^31 - 513 (got " << a.M << "x" << a.N << "x" << a.K << ")";
+    return s.str();
+  }
   return "";
 }
 
