@@ -56,6 +56,21 @@ TEST(GemmBf16Cpu, RefusesBadShapesWithReason) {
   EXPECT_EQ(gemm_bf16_rungs()[1].supports(args(200, 136, 72), d), "");
 }
 
+// Every rung refuses what no bf16 GEMM is: a dimension past 2^31 - 513 (tile counts and k-block
+// offsets would wrap) or a pointer off the 2-byte grid, and the entry point picks nothing.
+TEST(GemmBf16Cpu, EveryRungRefusesHugeDimsAndOddPointers) {
+  const DeviceInfo d = fake_h200();
+  const int huge = 0x7fffffff - 7;  // a multiple of 8
+  for (const auto& r : gemm_bf16_rungs()) {
+    EXPECT_NE(r.supports(args(1, 8, huge), d).find("at most"), std::string::npos) << r.number;
+    EXPECT_NE(r.supports(args(huge, 8, 8), d).find("at most"), std::string::npos) << r.number;
+    EXPECT_NE(r.supports(args(64, 64, 64, 257), d).find("aligned"), std::string::npos) << r.number;
+  }
+  EXPECT_EQ(gemm_bf16_pick(args(1, 8, huge), d), nullptr);
+  EXPECT_EQ(gemm_bf16_pick(args(huge, 8, 8), d), nullptr);
+  EXPECT_EQ(gemm_bf16_check_args(args(64, 64, 64)), "");
+}
+
 // Rung 17 (TMA, sm_90+): its refusals come before its one device query (the driver's TMA entry
 // point), so they are decided here: an sm_80 card, the family's shape and alignment rules (K a
 // multiple of 8 is also TMA's 16-byte row stride), and a card whose per-block shared memory is

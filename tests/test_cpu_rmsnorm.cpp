@@ -17,7 +17,8 @@ using namespace kl;
 using kl::test::fake_h200;
 // supports() never dereferences: any 16-byte-aligned address will do.
 void* const kP = reinterpret_cast<void*>(0x10000);
-void* const kOdd = reinterpret_cast<void*>(0x10002);
+void* const kOdd = reinterpret_cast<void*>(0x10002);   // a bf16 element off 16 bytes
+void* const kOdd4 = reinterpret_cast<void*>(0x10004);  // an f32 element off 16 bytes
 
 TEST(RmsnormRef, HandChecked) {
   // Row [3, 4]: mean of squares 12.5, rms sqrt(12.5) = 3.5355...; w = [1, 2].
@@ -148,12 +149,26 @@ TEST(RmsnormSupports, RefusalsSayWhy) {
     EXPECT_EQ(rmsnorm_pick(b, d)->number, 1);
     RmsnormArgs f32 = b;
     f32.dtype = DType::f32;
+    if (f32.x == kOdd) {  // 2 bytes off is no f32 array: every rung refuses it
+      for (const auto& r : rmsnorm_rungs())
+        EXPECT_NE(r.supports(f32, d).find("element size"), std::string::npos) << r.name;
+      f32.x = kOdd4;
+    }
     EXPECT_EQ(rmsnorm_pick(f32, d)->number, 9);  // f32: the register path stays ahead
     RmsnormArgs some = b;
     some.rows = 16 * d.sms;
     EXPECT_EQ(rmsnorm_pick(some, d)->number, 1);  // the bound: 16 rows per SM
     some.rows = 16 * d.sms - 1;
     EXPECT_EQ(rmsnorm_pick(some, d)->number, 9);  // fewer rows: the register rungs
+  }
+  // What no rmsnorm is: an unknown dtype, rows longer than the column loops can count.
+  RmsnormArgs no_dtype = a;
+  no_dtype.dtype = static_cast<DType>(7);
+  RmsnormArgs too_long = a;
+  too_long.cols = 0x7fffffff - 100;
+  for (const auto& r : rmsnorm_rungs()) {
+    EXPECT_NE(r.supports(no_dtype, d).find("dtype"), std::string::npos) << r.name;
+    EXPECT_NE(r.supports(too_long, d).find("at most"), std::string::npos) << r.name;
   }
   // Long rows: rung 04 refuses above 32768 columns, 05 takes up to 8 x 32768.
   RmsnormArgs lng = a;

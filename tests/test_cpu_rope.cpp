@@ -167,6 +167,9 @@ TEST(RopeCpu, ArgumentChecks) {
     refused([](RopeArgs& a) { a.theta = NAN; }, "theta = nan");
     refused([](RopeArgs& a) { a.qkv = nullptr; }, "qkv null");
     refused([](RopeArgs& a) { a.pos = nullptr; }, "pos null");
+    refused([](RopeArgs& a) { a.pos = reinterpret_cast<const int*>(uintptr_t{2} << 20 | 2); }, "pos off 4 bytes");
+    refused([](RopeArgs& a) { a.q_out = static_cast<char*>(a.q_out) + 1; }, "q_out off 2 bytes");
+    refused([](RopeArgs& a) { a.layout = static_cast<RopeLayout>(5); }, "unknown layout");
     refused([](RopeArgs& a) { a.q_out = nullptr; }, "q_out null");
     refused([](RopeArgs& a) { a.q_out = const_cast<void*>(a.qkv); }, "q_out = qkv");
     refused([](RopeArgs& a) { a.q_out = static_cast<char*>(const_cast<void*>(a.qkv)) + 64; }, "q_out inside qkv");

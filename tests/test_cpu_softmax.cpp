@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/fake_device.h"
 #include "kl/softmax.h"
 
 namespace {
@@ -85,6 +86,19 @@ TEST(SoftmaxCpu, FormulasAndChecks) {
   a.cols = 4;
   a.x = nullptr;
   EXPECT_THROW(softmax(a, 0), BadArgument);
+  // Pointers off the element grid, an unknown dtype, rows longer than the column loops can count.
+  a.x = reinterpret_cast<const char*>(buf) + 2;
+  EXPECT_NE(softmax_check_args(a).find("element size"), std::string::npos);  // f32
+  a.dtype = DType::bf16;
+  EXPECT_EQ(softmax_check_args(a), "");
+  a.x = buf;
+  a.dtype = static_cast<DType>(7);
+  EXPECT_NE(softmax_check_args(a).find("dtype"), std::string::npos);
+  a.dtype = DType::bf16;
+  a.cols = 0x7fffffff - 100;
+  EXPECT_NE(softmax_check_args(a).find("at most"), std::string::npos);
+  for (const auto& r : softmax_rungs())
+    EXPECT_NE(r.supports(a, kl::test::fake_h200()), "") << r.name;
 }
 
 TEST(SoftmaxCpu, TableIsALadder) {

@@ -52,6 +52,15 @@ TEST(SwigluCpu, ArgumentChecks) {
   EXPECT_THROW(swiglu(a, 0), BadArgument);
   a.y = nullptr;
   EXPECT_THROW(swiglu(a, 0), BadArgument);
+  // Pointers off the element grid and an unknown dtype.
+  a.y = dummy + 1;
+  a.g = reinterpret_cast<const char*>(dummy) + 2;
+  EXPECT_NE(swiglu_check_args(a).find("element size"), std::string::npos);  // f32
+  a.dtype = DType::bf16;
+  EXPECT_EQ(swiglu_check_args(a), "");
+  a.dtype = static_cast<DType>(7);
+  EXPECT_NE(swiglu_check_args(a).find("dtype"), std::string::npos);
+  EXPECT_THROW(swiglu(a, 0), BadArgument);
 }
 
 TEST(SwigluCpu, TableIsALadder) {

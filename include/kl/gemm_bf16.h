@@ -44,5 +44,9 @@ size_t gemm_bf16_workspace_bytes(int M, int N, int K, const DeviceInfo& d);
 void gemm_bf16(const GemmBf16Args& args, cudaStream_t stream);
 // The rung gemm_bf16() would launch (for the bench's "auto" row), or nullptr.
 const Rung<GemmBf16Args>* gemm_bf16_pick(const GemmBf16Args& args, const DeviceInfo& d);
+// "" when the arguments describe a GEMM at all (M, N, K in 1 .. 2^31 - 513, so that tile counts and
+// k-block offsets stay inside int; A, W and C set and 2-byte aligned), else why not. Every rung's
+// supports() starts with this; gemm_bf16() throws on it.
+std::string gemm_bf16_check_args(const GemmBf16Args& args);
 
 }  // namespace kl

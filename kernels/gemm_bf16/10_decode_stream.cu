@@ -156,6 +156,8 @@ void launch_mt(const GemmBf16Args& a, cudaStream_t s) {
 }  // namespace
 
 std::string gemm_bf16_decode_stream_supports(const GemmBf16Args& a, const DeviceInfo& d) {
+  const std::string why = gemm_bf16_check_args(a);
+  if (!why.empty()) return why;
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16)";
   if (a.M < 1 || a.M > MAX_M) return "decode rung takes 1 <= M <= 64";
   if (a.N < 1 || a.K < 1) return "N, K must be >= 1";

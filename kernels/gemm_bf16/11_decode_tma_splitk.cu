@@ -539,7 +539,8 @@ std::string describe(const SplitKPlan& cf) {
 }  // namespace
 
 std::string gemm_bf16_decode_tma_splitk_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = require_sm90a(d);
+  std::string why = gemm_bf16_check_args(a);
+  if (why.empty()) why = require_sm90a(d);
   if (!why.empty()) return why;
   if (a.M < 1 || a.M > MAX_MP) return "decode rung takes 1 <= M <= 64";
   if (a.N < 1 || a.K < 1) return "N, K must be >= 1";

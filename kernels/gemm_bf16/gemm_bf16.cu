@@ -16,8 +16,9 @@ namespace gemm_bf16_detail {
 
 std::string shape_alignment_supports(const GemmBf16Args& a) {
   std::ostringstream s;
-  if (a.M <= 0 || a.N <= 0 || a.K <= 0) {
-    s << "M, N, K must be positive (got " << a.M << "x" << a.N << "x" << a.K << ")";
+  const std::string why = gemm_bf16_check_args(a);
+  if (!why.empty()) {
+    s << why;
   } else if (a.N % 8 != 0 || a.K % 8 != 0) {
     s << "N and K must each be a multiple of 8 (16-byte rows for cp.async; got N=" << a.N
       << ", K=" << a.K << ")";
@@ -159,7 +160,20 @@ const std::vector<int>& preference(ShapeClass c) {
 }
 }  // namespace
 
+std::string gemm_bf16_check_args(const GemmBf16Args& a) {
+  std::ostringstream s;
+  constexpr int kMaxDim = 0x7fffffff - 512;
+  if (a.M <= 0 || a.N <= 0 || a.K <= 0 || a.M > kMaxDim || a.N > kMaxDim || a.K > kMaxDim)
+    s << "M, N, K must be positive and at most 2^31 - 513 (got " << a.M << "x" << a.N << "x" << a.K << ")";
+  else if (!a.A || !a.W || !a.C)
+    s << "null pointer (A, W or C)";
+  else if (!aligned(a.A, 2) || !aligned(a.W, 2) || !aligned(a.C, 2))
+    s << "A, W and C must be 2-byte aligned (bf16 arrays)";
+  return s.str();
+}
+
 const Rung<GemmBf16Args>* gemm_bf16_pick(const GemmBf16Args& args, const DeviceInfo& d) {
+  if (!gemm_bf16_check_args(args).empty()) return nullptr;  // the shape classes need valid dims
   const auto& table = gemm_bf16_rungs();
   for (int n : preference(classify(args, d))) {
     const Rung<GemmBf16Args>* r = find_rung(table, std::to_string(n));

@@ -128,7 +128,8 @@ void gemm_bf16_wide_pair_along_n_launch(const GemmBf16Args& a, cudaStream_t s);
 // multiples of 8) and 16-byte aligned bases; M, N, K need not be multiples of the tile (TMA
 // zero-fills loads out of bounds, epilogues are bounded or clipped).
 inline std::string tma_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d, size_t smem) {
-  std::string why = require_sm90a(d);
+  std::string why = gemm_bf16_check_args(a);
+  if (why.empty()) why = require_sm90a(d);
   if (!why.empty()) return why;
   if (a.M < 1 || a.N < 1 || a.K < 1) return "M, N, K must be >= 1";
   if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";

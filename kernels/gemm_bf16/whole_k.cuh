@@ -429,7 +429,8 @@ int resident(const WholeKConfig& c) {
 // What rungs 15 and 16 both require (each checks M itself): sm_90a, 16-byte TMA row strides and
 // bases, 4-byte aligned C (bf16 pairs), the opt-in shared memory, the TMA driver entry point.
 inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  std::string why = require_sm90a(d);
+  std::string why = gemm_bf16_check_args(a);
+  if (why.empty()) why = require_sm90a(d);
   if (!why.empty()) return why;
   if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
   if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";

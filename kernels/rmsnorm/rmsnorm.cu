@@ -10,8 +10,15 @@ namespace rmsnorm_detail {
 namespace {
 template <class A>
 std::string check_common(const A& a) {
+  if (a.dtype != DType::f32 && a.dtype != DType::bf16) return "dtype must be f32 or bf16";
   if (a.rows <= 0 || a.cols <= 0) return "rows and cols must be positive";
+  // Row counts and in-row column loops (c += block) stay inside int.
+  if (a.rows > 0x7fffffff - 8192 || a.cols > 0x7fffffff - 8192)
+    return "rows and cols must be at most 2^31 - 8193";
   if (!a.x || !a.w || !a.y) return "null pointer";
+  const size_t es = dtype_size(a.dtype);
+  if (!aligned(a.x, es) || !aligned(a.w, es) || !aligned(a.y, es))
+    return "x, w and y must be aligned to the element size";
   if (!(a.eps >= 0.0f)) return "eps must be >= 0";
   return "";
 }
@@ -22,6 +29,7 @@ std::string check_args(const RmsnormArgs& a) { return check_common(a); }
 std::string check_args(const AddRmsnormArgs& a) {
   std::string why = check_common(a);
   if (why.empty() && !a.r) why = "null pointer (r)";
+  if (why.empty() && !aligned(a.r, dtype_size(a.dtype))) why = "r must be aligned to the element size";
   return why;
 }
 bool vec_ok(const RmsnormArgs& a) {

@@ -38,6 +38,8 @@ bool overlap(const Span& a, const Span& b) { return a.lo < b.hi && b.lo < a.hi; 
 }  // namespace
 
 std::string rope_check_args(const RopeArgs& a) {
+  if (a.layout != RopeLayout::tokens && a.layout != RopeLayout::attention)
+    return "layout must be tokens or attention";
   if (a.B < 0 || a.S < 0) return "need B >= 0 and S >= 0";
   if (a.Hq < 1 || a.Hkv < 1) return "need Hq >= 1 and Hkv >= 1";
   if (a.D != 64 && a.D != 128) return "D must be 64 or 128";
@@ -55,6 +57,10 @@ std::string rope_check_args(const RopeArgs& a) {
   if (!a.qkv || !a.pos || !a.q_out) return "null pointer (qkv, pos or q_out)";
   if (att ? (!a.k_cache || !a.v_cache) : !a.k_out)
     return att ? "null pointer (k_cache or v_cache)" : "null pointer (k_out)";
+  if (!aligned(a.pos, 4)) return "pos must be 4-byte aligned (int32)";
+  if (!aligned(a.qkv, 2) || !aligned(a.q_out, 2) ||
+      (att ? (!aligned(a.k_cache, 2) || !aligned(a.v_cache, 2)) : !aligned(a.k_out, 2)))
+    return "qkv and the outputs must be 2-byte aligned (bf16)";
   const Span in = span(a.qkv, T * row), q = span(a.q_out, T * a.Hq * a.D);
   if (overlap(in, q)) return "q_out overlaps qkv";
   if (att) {

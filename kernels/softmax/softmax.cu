@@ -34,8 +34,14 @@ const std::vector<Rung<SoftmaxArgs>>& softmax_rungs() {
 }
 
 std::string softmax_check_args(const SoftmaxArgs& a) {
+  if (a.dtype != DType::f32 && a.dtype != DType::bf16) return "dtype must be f32 or bf16";
   if (a.rows < 0 || a.cols < 1) return "need rows >= 0 and cols >= 1";
+  // Row counts and in-row column loops (c += block) stay inside int.
+  if (a.rows > 0x7fffffff - 8192 || a.cols > 0x7fffffff - 8192)
+    return "rows and cols must be at most 2^31 - 8193";
   if (a.rows > 0 && (!a.x || !a.y)) return "null pointer";
+  if (a.rows > 0 && (!aligned(a.x, dtype_size(a.dtype)) || !aligned(a.y, dtype_size(a.dtype))))
+    return "x and y must be aligned to the element size";
   if (a.rows > 0 && a.x == a.y) return "in-place (x == y) is not supported";
   return "";
 }

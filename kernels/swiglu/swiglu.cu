@@ -27,8 +27,12 @@ const std::vector<Rung<SwigluArgs>>& swiglu_rungs() {
 }
 
 std::string swiglu_check_args(const SwigluArgs& a) {
+  if (a.dtype != DType::f32 && a.dtype != DType::bf16) return "dtype must be f32 or bf16";
   if (a.rows < 0 || a.cols < 1) return "need rows >= 0 and cols >= 1";
   if (a.rows > 0 && (!a.g || !a.u || !a.y)) return "null pointer";
+  const size_t es = dtype_size(a.dtype);
+  if (a.rows > 0 && (!aligned(a.g, es) || !aligned(a.u, es) || !aligned(a.y, es)))
+    return "g, u and y must be aligned to the element size";
   // In place is refused: rungs 03-04 read g and u through the non-coherent (read-only) path.
   if (a.rows > 0 && (a.y == a.g || a.y == a.u)) return "y must not alias g or u";
   if (static_cast<long long>(a.rows) * a.cols > (1LL << 38)) return "more than 2^38 elements";
