@@ -66,6 +66,9 @@ TEST(GemmBf16Cpu, EveryRungRefusesHugeDimsAndOddPointers) {
     EXPECT_NE(r.supports(args(huge, 8, 8), d).find("at most"), std::string::npos) << r.number;
     EXPECT_NE(r.supports(args(64, 64, 64, 257), d).find("aligned"), std::string::npos) << r.number;
   }
+  // Rungs 00, 05 and 06 put row tiles on grid.y: at most 65535 of them.
+  for (int r : {0, 5, 6})
+    EXPECT_NE(gemm_bf16_rungs()[r].supports(args(8388608, 16, 16), d).find("grid.y"), std::string::npos) << r;
   EXPECT_EQ(gemm_bf16_pick(args(1, 8, huge), d), nullptr);
   EXPECT_EQ(gemm_bf16_pick(args(huge, 8, 8), d), nullptr);
   EXPECT_EQ(gemm_bf16_check_args(args(64, 64, 64)), "");

@@ -64,6 +64,7 @@ std::string gemm_bf16_wmma_global_supports(const GemmBf16Args& a, const DeviceIn
   if (a.M % 16 || a.N % 16 || a.K % 16)
     return "WMMA from global needs M, N, K multiples of 16 (whole fragments, no predication)";
   if (!aligned(a.A, 32) || !aligned(a.W, 32)) return "WMMA loads need 32-byte aligned A and W";
+  if ((a.M + kBlock - 1) / kBlock > 65535) return "M too large: more than 65535 row blocks (grid.y)";
   return "";
 }
 

@@ -89,7 +89,10 @@ __global__ void __launch_bounds__(THREADS, 1)
 }  // namespace
 
 std::string gemm_bf16_warp_specialized_supports(const GemmBf16Args& a, const DeviceInfo& d) {
-  return tma_gemm_supports(a, d, SMEM);
+  std::string why = gemm_bf16_check_args(a);  // valid dims first: the tile count below needs them
+  if (why.empty() && ceil_div(a.M, BM) > 65535)
+    why = "M too large: more than 65535 row tiles (grid.y)";
+  return why.empty() ? tma_gemm_supports(a, d, SMEM) : why;
 }
 
 void gemm_bf16_warp_specialized_launch(const GemmBf16Args& a, cudaStream_t s) {

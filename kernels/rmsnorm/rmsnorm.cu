@@ -29,7 +29,8 @@ std::string check_args(const RmsnormArgs& a) { return check_common(a); }
 std::string check_args(const AddRmsnormArgs& a) {
   std::string why = check_common(a);
   if (why.empty() && !a.r) why = "null pointer (r)";
-  if (why.empty() && !aligned(a.r, dtype_size(a.dtype))) why = "r must be aligned to the element size";
+  if (why.empty() && !aligned(a.r, dtype_size(a.dtype)))
+    why = "r must be aligned to the element size";
   return why;
 }
 bool vec_ok(const RmsnormArgs& a) {
