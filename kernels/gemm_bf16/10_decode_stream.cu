@@ -159,8 +159,7 @@ std::string gemm_bf16_decode_stream_supports(const GemmBf16Args& a, const Device
   const std::string why = gemm_bf16_check_args(a);
   if (!why.empty()) return why;
   if (d.cc() < 80) return "needs sm_80+ (mma.sync bf16)";
-  if (a.M < 1 || a.M > MAX_M) return "decode rung takes 1 <= M <= 64";
-  if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
+  if (a.M > MAX_M) return "decode rung takes 1 <= M <= 64";
   if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte row loads)";
   if (!aligned(a.A, 16) || !aligned(a.W, 16) || !aligned(a.C, 2))
     return "A and W must be 16-byte aligned";

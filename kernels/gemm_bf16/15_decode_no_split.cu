@@ -49,7 +49,7 @@ WholeKConfig choose(int M, int N) { return choose(M, N, strip_of(N), 1); }
 std::string gemm_bf16_decode_no_split_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   std::string why = whole_k_supports(a, d);
   if (!why.empty()) return why;
-  if (a.M < 1 || a.M > 64) return "decode rung takes 1 <= M <= 64";
+  if (a.M > 64) return "decode rung takes 1 <= M <= 64";
   return "";
 }
 

@@ -45,7 +45,6 @@ WholeKConfig choose_16(int M, int N, bool pairs = false) {
 std::string gemm_bf16_small_tiles_supports(const GemmBf16Args& a, const DeviceInfo& d) {
   std::string why = whole_k_supports(a, d);
   if (!why.empty()) return why;
-  if (a.M < 1) return "M must be >= 1";
   if (a.M > 65535 * 64) return "M must be <= 65535 x 64 (grid.y tiles of 64 rows)";
   return "";
 }

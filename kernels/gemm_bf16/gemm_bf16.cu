@@ -22,8 +22,6 @@ std::string shape_alignment_supports(const GemmBf16Args& a) {
   } else if (a.N % 8 != 0 || a.K % 8 != 0) {
     s << "N and K must each be a multiple of 8 (16-byte rows for cp.async; got N=" << a.N
       << ", K=" << a.K << ")";
-  } else if (!a.A || !a.W || !a.C) {
-    s << "null pointer (A, W or C)";
   } else if (!aligned(a.A, 16) || !aligned(a.W, 16) || !aligned(a.C, 16)) {
     s << "A, W and C must be 16-byte aligned";
   }

@@ -131,7 +131,6 @@ inline std::string tma_gemm_supports(const GemmBf16Args& a, const DeviceInfo& d,
   std::string why = gemm_bf16_check_args(a);
   if (why.empty()) why = require_sm90a(d);
   if (!why.empty()) return why;
-  if (a.M < 1 || a.N < 1 || a.K < 1) return "M, N, K must be >= 1";
   if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
   if (!aligned(a.A, 16) || !aligned(a.W, 16) || !aligned(a.C, 16))
     return "A, W, C must be 16-byte aligned";

@@ -432,7 +432,6 @@ inline std::string whole_k_supports(const GemmBf16Args& a, const DeviceInfo& d) 
   std::string why = gemm_bf16_check_args(a);
   if (why.empty()) why = require_sm90a(d);
   if (!why.empty()) return why;
-  if (a.N < 1 || a.K < 1) return "N, K must be >= 1";
   if (a.N % 8 || a.K % 8) return "N and K must be multiples of 8 (16-byte TMA row strides)";
   if (!aligned(a.A, 16) || !aligned(a.W, 16)) return "A and W must be 16-byte aligned";
   if (!aligned(a.C, 4)) return "C must be 4-byte aligned (bf16 pairs)";
